@@ -1,0 +1,73 @@
+"""Request options and the structured, fully inspectable result of one search."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class SearchOptions(BaseModel):
+    """Per-query options (apart from infrastructure settings)."""
+
+    k: int = Field(default=10, ge=1, le=200)
+    legs: list[str] = Field(default_factory=lambda: ["lexical", "dense"])
+    leg_weights: dict[str, float] = Field(default_factory=dict)  # default 1.0 per leg
+    rrf_k: int = 60
+    depth: int | None = None  # per-leg recall depth; None = dynamic from corpus size
+    per_doc_cap: int = 2
+    rerank: bool = True
+    idf_gate: float | None = None  # drop hits whose mean IDF is below this
+    age_decay_half_life_days: float | None = None
+    expand_neighbors: int = 0  # expand the final top-N hits with adjacent sections
+    rewrite: bool = True
+    sources: list[str] | None = None
+    time_from: datetime | None = None
+    time_to: datetime | None = None
+
+
+class Locator(BaseModel):
+    """Where a cited passage lives."""
+
+    doc_id: str
+    chunk_id: str
+    char_start: int | None = None
+    char_end: int | None = None
+    heading_path: list[str] = Field(default_factory=list)
+    url: str | None = None
+
+
+class RankedItem(BaseModel):
+    id: str
+    rank: int
+    score: float
+    title: str = ""
+
+
+class SearchHit(BaseModel):
+    id: str
+    doc_id: str
+    title: str
+    text: str
+    score: float
+    source: str
+    timestamp: datetime
+    locator: Locator
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    rerank_score: float | None = None
+    expanded_from: str | None = None  # set on neighbour sections added by expansion
+
+
+class SearchResult(BaseModel):
+    original_query: str
+    rewritten_query: str
+    legs: dict[str, list[RankedItem]] = Field(default_factory=dict)
+    fused: list[RankedItem] = Field(default_factory=list)
+    capped: list[RankedItem] = Field(default_factory=list)
+    reranked: list[RankedItem] | None = None
+    hits: list[SearchHit] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+    depth: int = 0
+    corpus_size: int = 0

@@ -1,0 +1,32 @@
+"""The one evidence schema every tool's output is normalised into."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from retrieval.search_models import Locator
+
+
+class Provenance(BaseModel):
+    """Which round, tool and query brought an item into the pool."""
+
+    round: int
+    tool: str
+    query: str
+    rank: int | None = None
+
+
+class Evidence(BaseModel):
+    id: str  # the chunk id (stable; what citations point at)
+    doc_id: str
+    title: str
+    text: str
+    score: float
+    source: str
+    timestamp: datetime
+    locator: Locator
+    provenance: list[Provenance] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
