@@ -1,0 +1,1 @@
+"""Tools: the catalog the planner chooses from, the executor, the evidence schema."""

@@ -1,0 +1,157 @@
+"""The catalog, the executor and title mentions, against the in-memory store."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from tools.catalog import Catalog, ToolOutput, ToolSpec
+from tools.context import ToolContext
+from tools.executor import ToolCall, ToolExecutor, TransientToolError
+from tools.testing import MemoryStore, memory_search, passage
+from tools.titles import TitleIndex
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore(
+        [
+            passage("a", "Ed Wood (film)", "Ed Wood is a 1994 film directed by Tim Burton."),
+            passage("b", "Tim Burton", "Tim Burton is an American filmmaker."),
+            passage("c", "Payroll", "Payroll runs on the ledger service.", acl=["finance"]),
+        ]
+    )
+
+
+def ctx_for(store: MemoryStore, groups: list[str] | None = None) -> ToolContext:
+    ctx = ToolContext.for_caller(store, groups or [])
+    ctx.search_fn = memory_search
+    return ctx
+
+
+def test_catalog_describes_each_tool_with_a_json_schema() -> None:
+    described = {d["name"]: d for d in Catalog().describe()}
+    assert set(described) == {"search_knowledge", "lookup_entity", "get_document", "get_neighbors"}
+    assert described["search_knowledge"]["args"]["required"] == ["query"]
+    assert described["lookup_entity"]["args"]["required"] == ["name"]
+    assert all(d["description"] and "\n" not in d["description"] for d in described.values())
+
+
+async def test_search_results_carry_provenance(store: MemoryStore) -> None:
+    [out] = await ToolExecutor().run(
+        [ToolCall(tool="search_knowledge", args={"query": "Tim Burton film"})], ctx_for(store), 2
+    )
+    assert out.ok and out.evidence
+    first = out.evidence[0]
+    assert first.provenance[0].model_dump() == {
+        "round": 2,
+        "tool": "search_knowledge",
+        "query": "Tim Burton film",
+        "rank": 1,
+    }
+    assert first.locator.chunk_id == first.id
+
+
+async def test_tools_apply_the_callers_acl(store: MemoryStore) -> None:
+    calls = [
+        ToolCall(tool="search_knowledge", args={"query": "payroll ledger"}),
+        ToolCall(tool="lookup_entity", args={"name": "Payroll"}),
+        ToolCall(tool="get_document", args={"id": "wiki:c"}),
+    ]
+    outsider = await ToolExecutor().run(calls, ctx_for(store), 1)
+    assert all(o.ok for o in outsider)
+    assert not any(e.doc_id == "wiki:c" for o in outsider for e in o.evidence)
+    insider = await ToolExecutor().run(calls, ctx_for(store, ["finance"]), 1)
+    assert all(any(e.doc_id == "wiki:c" for e in o.evidence) for o in insider)
+
+
+async def test_lookup_scores_an_exact_title_above_a_fuzzy_one(store: MemoryStore) -> None:
+    [out] = await ToolExecutor().run(
+        [ToolCall(tool="lookup_entity", args={"name": "Ed Wood"})], ctx_for(store), 1
+    )
+    assert [(e.title, e.score) for e in out.evidence] == [("Ed Wood (film)", 1.0)]
+
+
+class _Args(BaseModel):
+    query: str
+
+
+def _catalog(fn) -> Catalog:  # type: ignore[no-untyped-def]
+    return Catalog([ToolSpec("t", "test tool", _Args, fn)])
+
+
+async def test_transient_errors_are_retried_then_succeed(store: MemoryStore) -> None:
+    attempts = 0
+
+    async def flaky(ctx: ToolContext, args: _Args) -> ToolOutput:
+        nonlocal attempts
+        attempts += 1
+        if attempts < 3:
+            raise TransientToolError("busy")
+        return ToolOutput(evidence=[])
+
+    ex = ToolExecutor(_catalog(flaky), max_retries=2)
+    [out] = await ex.run([ToolCall(tool="t", args={"query": "q"})], ctx_for(store), 1)
+    assert out.ok and out.attempts == 3
+
+
+async def test_a_failing_leg_degrades_without_failing_the_round(store: MemoryStore) -> None:
+    async def broken(ctx: ToolContext, args: _Args) -> ToolOutput:
+        raise ValueError("engine exploded")
+
+    ex = ToolExecutor(_catalog(broken), max_retries=3)
+    outs = await ex.run(
+        [ToolCall(tool="t", args={"query": "q"}), ToolCall(tool="nope", args={})],
+        ctx_for(store),
+        1,
+    )
+    assert [o.ok for o in outs] == [False, False]
+    assert outs[0].attempts == 1  # a bug is not transient: no retry
+    assert "engine exploded" in (outs[0].error or "")
+    assert "unknown tool" in (outs[1].error or "")
+
+
+async def test_bad_arguments_are_reported_not_raised(store: MemoryStore) -> None:
+    [out] = await ToolExecutor().run(
+        [ToolCall(tool="search_knowledge", args={"k": 3})], ctx_for(store), 1
+    )
+    assert not out.ok and out.error and out.error.startswith("bad call")
+
+
+async def test_timeouts_give_up_after_the_retry_budget(store: MemoryStore) -> None:
+    async def hangs(ctx: ToolContext, args: _Args) -> ToolOutput:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    ex = ToolExecutor(_catalog(hangs), timeout_s=0.05, max_retries=1)
+    [out] = await ex.run([ToolCall(tool="t", args={"query": "q"})], ctx_for(store), 1)
+    assert not out.ok and out.attempts == 2 and "gave up" in (out.error or "")
+
+
+async def test_fan_out_is_concurrent_and_bounded(store: MemoryStore) -> None:
+    running = peak = 0
+    release = asyncio.Event()
+
+    async def tool(ctx: ToolContext, args: _Args) -> ToolOutput:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        if running == 2:
+            release.set()  # two in flight at once: concurrency proven, let them finish
+        await release.wait()
+        running -= 1
+        return ToolOutput(evidence=[])
+
+    ex = ToolExecutor(_catalog(tool), max_concurrency=2)
+    outs = await ex.run(
+        [ToolCall(tool="t", args={"query": str(i)}) for i in range(5)], ctx_for(store), 1
+    )
+    assert all(o.ok for o in outs) and peak == 2
+
+
+def test_title_mentions_prefer_the_longest_name() -> None:
+    index = TitleIndex(["Ed Wood (film)", "Ed Wood", "Wood", "Tim Burton", "It"])
+    text = "Directed by Tim Burton, Ed Wood stars Johnny Depp. It was filmed in wood."
+    assert index.mentions(text) == ["Tim Burton", "Ed Wood (film)", "Ed Wood", "Wood"]

@@ -1,0 +1,167 @@
+"""The tool catalog: name, one-line capability, JSON schema of the arguments, and the code.
+
+Tools return evidence only, never partial answers (retrieval and reasoning are decoupled).
+Store calls are synchronous (embedded engines), so they run in a worker thread to keep the
+event loop free for the other legs of the fan-out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from retrieval.search_models import SearchOptions
+from tools.context import ToolContext
+from tools.evidence import Evidence
+from tools.normalize import evidence_from_hit, evidence_from_record
+
+
+@dataclass
+class ToolOutput:
+    evidence: list[Evidence]
+    detail: dict[str, Any] = field(default_factory=dict)  # summary for the trace
+    warnings: list[str] = field(default_factory=list)
+
+
+ToolFn = Callable[[ToolContext, Any], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str  # one line: what the planner reads
+    args_model: type[BaseModel]
+    fn: ToolFn
+
+    @property
+    def args_schema(self) -> dict[str, Any]:
+        return self.args_model.model_json_schema()
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "args": self.args_schema}
+
+
+# -- argument models (their JSON schema is what planners see) --
+
+
+class SearchArgs(BaseModel):
+    query: str = Field(min_length=1, max_length=1000, description="what to search for")
+    k: int | None = Field(default=None, ge=1, le=100, description="how many passages")
+
+
+class LookupArgs(BaseModel):
+    name: str = Field(min_length=1, max_length=300, description="a title or entity name")
+    limit: int = Field(default=3, ge=1, le=10)
+
+
+class DocumentArgs(BaseModel):
+    id: str = Field(min_length=1, description="a document id (or a chunk id of it)")
+
+
+class NeighborArgs(BaseModel):
+    chunk_id: str = Field(min_length=1)
+    window: int = Field(default=1, ge=1, le=3)
+
+
+# -- implementations --
+
+
+async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
+    search = ctx.search_fn
+    if search is None:
+        from retrieval.pipeline import hybrid_search as search  # lazy: optional at import
+
+    k = args.k or ctx.default_k
+    result = await search(ctx.store, args.query, ctx.flt, SearchOptions(k=k))
+    detail: dict[str, Any] = {
+        "original_query": result.original_query,
+        "rewritten_query": result.rewritten_query,
+        "legs": {leg: [i.model_dump() for i in items[:k]] for leg, items in result.legs.items()},
+        "fused": [i.model_dump() for i in result.fused[:k]],
+        "reranked": (
+            [i.model_dump() for i in result.reranked[:k]] if result.reranked is not None else None
+        ),
+        "timings_ms": result.timings_ms,
+    }
+    return ToolOutput(
+        evidence=[evidence_from_hit(h) for h in result.hits],
+        detail=detail,
+        warnings=list(result.warnings),
+    )
+
+
+def _name_score(name: str, title: str) -> float:
+    # Exact title (ignoring a "(disambiguation)" suffix) ranks above a fuzzy match.
+    base = title.split(" (", 1)[0].strip().casefold()
+    return 1.0 if name.strip().casefold() in (title.casefold(), base) else 0.5
+
+
+async def lookup_entity(ctx: ToolContext, args: LookupArgs) -> ToolOutput:
+    records = await asyncio.to_thread(ctx.store.lookup, args.name, ctx.flt, args.limit)
+    evidence = [evidence_from_record(r, _name_score(args.name, r.title)) for r in records]
+    return ToolOutput(evidence=evidence, detail={"matched": [e.title for e in evidence]})
+
+
+async def get_document(ctx: ToolContext, args: DocumentArgs) -> ToolOutput:
+    doc_id = args.id.split("#", 1)[0]
+    records = await asyncio.to_thread(ctx.store.get_document, doc_id, ctx.flt)
+    return ToolOutput(evidence=[evidence_from_record(r, 1.0) for r in records])
+
+
+async def get_neighbors(ctx: ToolContext, args: NeighborArgs) -> ToolOutput:
+    records = await asyncio.to_thread(ctx.store.neighbors, args.chunk_id, ctx.flt, args.window)
+    return ToolOutput(evidence=[evidence_from_record(r, 0.5) for r in records])
+
+
+SEARCH_KNOWLEDGE = ToolSpec(
+    "search_knowledge",
+    "Hybrid (keyword + semantic) search over every source in scope; returns ranked passages.",
+    SearchArgs,
+    search_knowledge,
+)
+LOOKUP_ENTITY = ToolSpec(
+    "lookup_entity",
+    "Open the page whose title or named entity matches a name (exact, then fuzzy).",
+    LookupArgs,
+    lookup_entity,
+)
+GET_DOCUMENT = ToolSpec(
+    "get_document",
+    "Full text (all sections, in order) of a document already found.",
+    DocumentArgs,
+    get_document,
+)
+GET_NEIGHBORS = ToolSpec(
+    "get_neighbors",
+    "The sections just before and after a passage already found.",
+    NeighborArgs,
+    get_neighbors,
+)
+
+DEFAULT_TOOLS: tuple[ToolSpec, ...] = (SEARCH_KNOWLEDGE, LOOKUP_ENTITY, GET_DOCUMENT, GET_NEIGHBORS)
+
+
+class Catalog:
+    """Named tools; what a planner may choose from."""
+
+    def __init__(self, tools: tuple[ToolSpec, ...] | list[ToolSpec] = DEFAULT_TOOLS) -> None:
+        self._tools = {t.name: t for t in tools}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def get(self, name: str) -> ToolSpec:
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise KeyError(f"unknown tool {name!r}; known: {sorted(self._tools)}") from None
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [t.describe() for t in self._tools.values()]

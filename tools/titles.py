@@ -1,0 +1,67 @@
+"""Find which known document titles a text mentions (the "open the page about X" signal).
+
+The titles come from the store, already filtered by the caller's scope and ACL: a title
+the caller may not read must never become a tool call in the trace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+# A title shorter than this (in characters) or a single common word is too ambiguous to
+# count as a mention ("Up", "It").
+_MIN_CHARS = 4
+
+
+def tokens(text: str) -> list[str]:
+    return [t.casefold() for t in _TOKEN.findall(text)]
+
+
+def base_title(title: str) -> str:
+    """'Ed Wood (film)' -> 'Ed Wood': the name as running text would mention it."""
+    return re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
+
+
+class TitleIndex:
+    """Longest-match scan of a text for known titles, by first token."""
+
+    def __init__(self, titles: Iterable[str]) -> None:
+        self._by_first: dict[str, list[tuple[tuple[str, ...], str]]] = defaultdict(list)
+        self.titles: set[str] = set()
+        for title in titles:
+            if not title:
+                continue
+            self.titles.add(title)
+            name = base_title(title)
+            toks = tuple(tokens(name))
+            if not toks or len(name) < _MIN_CHARS:
+                continue
+            self._by_first[toks[0]].append((toks, title))
+        for entries in self._by_first.values():
+            entries.sort(key=lambda e: -len(e[0]))
+
+    def __len__(self) -> int:
+        return len(self.titles)
+
+    def mentions(self, text: str) -> list[str]:
+        """Full titles whose name occurs in ``text`` (first occurrence order, no repeats)."""
+        toks = tokens(text)
+        found: list[str] = []
+        seen: set[str] = set()
+        i = 0
+        while i < len(toks):
+            matched = 0
+            for name_toks, title in self._by_first.get(toks[i], ()):
+                n = len(name_toks)
+                if matched and n < matched:
+                    break  # entries are longest first; a shorter name is inside the match
+                if tuple(toks[i : i + n]) == name_toks:
+                    matched = n
+                    if title not in seen:
+                        seen.add(title)
+                        found.append(title)
+            i += matched or 1
+        return found
