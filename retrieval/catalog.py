@@ -1,0 +1,318 @@
+"""The catalog: SQLite record of every document and chunk the engines hold.
+
+It is the source of truth for change detection (content hashes), by-id reads with an
+exact ACL check, neighbour lookups, title lookups, sources, projects, and the index
+generation (which embedding model built the dense index).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from retrieval.records import Meta, Record
+
+_SCHEMA = """
+PRAGMA journal_mode=WAL;
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    content_hash TEXT NOT NULL,
+    source_version TEXT,
+    acl TEXT NOT NULL,
+    entities TEXT NOT NULL DEFAULT '[]',
+    timestamp TEXT NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_source ON documents(source);
+CREATE INDEX IF NOT EXISTS documents_title ON documents(lower(title));
+CREATE TABLE IF NOT EXISTS chunks (
+    id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL,
+    chunk_index INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    vector BLOB
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, chunk_index);
+CREATE TABLE IF NOT EXISTS sources (
+    name TEXT PRIMARY KEY,
+    last_sync TEXT,
+    origin TEXT
+);
+CREATE TABLE IF NOT EXISTS projects (
+    name TEXT NOT NULL,
+    source TEXT NOT NULL,
+    PRIMARY KEY (name, source)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass
+class DocumentRow:
+    doc_id: str
+    source: str
+    title: str
+    content_hash: str
+    acl: list[str]
+    entities: list[str]
+    timestamp: datetime
+    chunk_count: int
+
+
+@dataclass
+class SourceInfo:
+    name: str
+    documents: int
+    records: int
+    last_sync: str | None
+    origin: str | None
+    projects: list[str]
+
+
+class Catalog:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        # One connection shared across threads (the pipeline runs legs in threads);
+        # a lock serialises access, SQLite WAL keeps other processes' readers unblocked.
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self._lock = threading.RLock()
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # ---- meta -------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock, self._conn:
+            self._conn.execute(
+                "INSERT INTO meta(key, value) VALUES(?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (key, value),
+            )
+
+    # ---- documents --------------------------------------------------------------------
+    def document(self, doc_id: str) -> DocumentRow | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT doc_id, source, title, content_hash, acl, entities, timestamp, "
+                "chunk_count FROM documents WHERE doc_id=?",
+                (doc_id,),
+            ).fetchone()
+        return _doc_row(row) if row else None
+
+    def documents(self, source: str | None = None) -> list[DocumentRow]:
+        sql = (
+            "SELECT doc_id, source, title, content_hash, acl, entities, timestamp, chunk_count "
+            "FROM documents"
+        )
+        args: tuple = ()
+        if source is not None:
+            sql += " WHERE source=?"
+            args = (source,)
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [_doc_row(r) for r in rows]
+
+    def chunk_ids(self, doc_id: str) -> list[str]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id FROM chunks WHERE doc_id=? ORDER BY chunk_index", (doc_id,)
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def replace_document(self, records: Sequence[Record], vectors: dict[str, bytes | None]) -> None:
+        """Atomically replace one document's rows (all records share one doc_id)."""
+        first = records[0]
+        md = first.metadata
+        now = datetime.now(UTC).isoformat()
+        with self._lock, self._conn:
+            self._conn.execute("DELETE FROM chunks WHERE doc_id=?", (first.doc_id,))
+            self._conn.executemany(
+                "INSERT INTO chunks(id, doc_id, chunk_index, record, vector) VALUES(?,?,?,?,?)",
+                [
+                    (r.id, r.doc_id, r.chunk_index, r.model_dump_json(), vectors.get(r.id))
+                    for r in records
+                ],
+            )
+            self._conn.execute(
+                "INSERT INTO documents(doc_id, source, title, content_hash, source_version, acl,"
+                " entities, timestamp, chunk_count, updated_at) VALUES(?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT(doc_id) DO UPDATE SET source=excluded.source, title=excluded.title,"
+                " content_hash=excluded.content_hash, source_version=excluded.source_version,"
+                " acl=excluded.acl, entities=excluded.entities, timestamp=excluded.timestamp,"
+                " chunk_count=excluded.chunk_count, updated_at=excluded.updated_at",
+                (
+                    first.doc_id,
+                    first.source,
+                    first.title,
+                    str(md.get(Meta.CONTENT_HASH, "")),
+                    str(md.get(Meta.SOURCE_VERSION, "")),
+                    json.dumps(first.acl),
+                    json.dumps(
+                        sorted({e for r in records for e in r.metadata.get(Meta.ENTITIES) or []})
+                    ),
+                    max(r.timestamp for r in records).isoformat(),
+                    len(records),
+                    now,
+                ),
+            )
+
+    def delete_document(self, doc_id: str) -> None:
+        with self._lock, self._conn:
+            self._conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
+            self._conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+
+    def delete_source(self, source: str) -> None:
+        with self._lock, self._conn:
+            self._conn.execute(
+                "DELETE FROM chunks WHERE doc_id IN (SELECT doc_id FROM documents WHERE source=?)",
+                (source,),
+            )
+            self._conn.execute("DELETE FROM documents WHERE source=?", (source,))
+            self._conn.execute("DELETE FROM sources WHERE name=?", (source,))
+            self._conn.execute("DELETE FROM projects WHERE source=?", (source,))
+
+    # ---- chunks -----------------------------------------------------------------------
+    def records(self, ids: Iterable[str]) -> list[Record]:
+        ids = list(ids)
+        out: dict[str, Record] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT id, record FROM chunks WHERE id IN ({marks})", part
+                ).fetchall()
+            for cid, raw in rows:
+                out[cid] = Record.model_validate_json(raw)
+        return [out[i] for i in ids if i in out]
+
+    def stored_chunks(self, ids: Sequence[str]) -> dict[str, tuple[Record, bytes | None]]:
+        """Current record and vector per chunk id (for embedding reuse on re-ingest)."""
+        out: dict[str, tuple[Record, bytes | None]] = {}
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT id, record, vector FROM chunks WHERE id IN ({marks})", part
+                ).fetchall()
+            for cid, raw, vec in rows:
+                out[cid] = (Record.model_validate_json(raw), vec)
+        return out
+
+    def doc_records(self, doc_id: str) -> list[Record]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT record FROM chunks WHERE doc_id=? ORDER BY chunk_index", (doc_id,)
+            ).fetchall()
+        return [Record.model_validate_json(r[0]) for r in rows]
+
+    def iter_chunks(self, batch: int = 512) -> Iterable[tuple[Record, bytes | None]]:
+        last = ""
+        while True:
+            with self._lock:
+                rows = self._conn.execute(
+                    "SELECT id, record, vector FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
+                    (last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            for _cid, raw, vec in rows:
+                yield Record.model_validate_json(raw), vec
+            last = rows[-1][0]
+
+    def count_chunks(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def count_documents(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    # ---- sources and projects ---------------------------------------------------------
+    def touch_source(self, name: str, origin: str | None = None) -> None:
+        with self._lock, self._conn:
+            self._conn.execute(
+                "INSERT INTO sources(name, last_sync, origin) VALUES(?,?,?) "
+                "ON CONFLICT(name) DO UPDATE SET last_sync=excluded.last_sync, "
+                "origin=COALESCE(excluded.origin, sources.origin)",
+                (name, datetime.now(UTC).isoformat(timespec="seconds"), origin),
+            )
+
+    def add_to_project(self, project: str, source: str) -> None:
+        with self._lock, self._conn:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO projects(name, source) VALUES(?, ?)", (project, source)
+            )
+
+    def project_sources(self, project: str) -> list[str]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT source FROM projects WHERE name=? ORDER BY source", (project,)
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def projects(self) -> dict[str, list[str]]:
+        with self._lock:
+            rows = self._conn.execute("SELECT name, source FROM projects").fetchall()
+        out: dict[str, list[str]] = {}
+        for name, source in rows:
+            out.setdefault(name, []).append(source)
+        return out
+
+    def sources(self) -> list[SourceInfo]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT s.name, s.last_sync, s.origin, "
+                " (SELECT count(*) FROM documents d WHERE d.source = s.name), "
+                " (SELECT coalesce(sum(chunk_count), 0) FROM documents d WHERE d.source = s.name)"
+                " FROM sources s ORDER BY s.name"
+            ).fetchall()
+        projects = self.projects()
+        return [
+            SourceInfo(
+                name=name,
+                documents=int(docs),
+                records=int(recs),
+                last_sync=last,
+                origin=origin,
+                projects=sorted(p for p, srcs in projects.items() if name in srcs),
+            )
+            for name, last, origin, docs, recs in rows
+        ]
+
+
+def _entities(records: Sequence[Record]) -> list[str]:
+    return sorted({e for r in records for e in r.metadata.get(Meta.ENTITIES) or []})
+
+
+def _doc_row(row: tuple) -> DocumentRow:
+    doc_id, source, title, chash, acl, entities, ts, count = row
+    return DocumentRow(
+        doc_id=doc_id,
+        source=source,
+        title=title,
+        content_hash=chash,
+        acl=json.loads(acl),
+        entities=json.loads(entities),
+        timestamp=datetime.fromisoformat(ts),
+        chunk_count=int(count),
+    )

@@ -1,0 +1,79 @@
+"""Sentence embeddings from a local model path (never a hub download at run time)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+# Hub access fails here and is fragile everywhere: weights come from a local path only.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+class EmbeddingModelError(RuntimeError):
+    """The configured embedding model cannot be loaded from its local path."""
+
+
+def model_version(model: str) -> str:
+    """A short fingerprint of the model files, so a changed model means a new index."""
+    path = Path(model)
+    if not path.exists():
+        return hashlib.sha1(model.encode()).hexdigest()[:12]
+    h = hashlib.sha1()
+    for f in sorted(path.rglob("*")):
+        if f.is_file() and f.suffix in {".json", ".safetensors", ".bin", ".txt"}:
+            h.update(f.name.encode())
+            h.update(str(f.stat().st_size).encode())
+    return h.hexdigest()[:12]
+
+
+class Embedder:
+    """Lazily loaded SentenceTransformer; thread-safe encode of normalised vectors."""
+
+    def __init__(self, model: str, batch_size: int = 64) -> None:
+        self.model_path = model
+        # A bundled model lives in ".../<package>/model": name it by the package folder.
+        p = Path(model)
+        self.name = (p.parent.name if p.name in {"model", "models"} else p.name) or model
+        self.version = model_version(model)
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self._dim: int | None = None
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                if not Path(self.model_path).exists():
+                    raise EmbeddingModelError(
+                        f"embedding model not found at {self.model_path!r}; set "
+                        "WAYPOINT_EMBEDDING_MODEL to a local sentence-transformers folder"
+                    )
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(
+                    self.model_path, device="cpu", local_files_only=True
+                )
+            return self._model
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self._load().get_embedding_dimension())
+        return self._dim
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self._load()
+        vectors = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [v.tolist() for v in vectors]

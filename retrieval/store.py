@@ -1,0 +1,432 @@
+"""The Store: one handle on the catalog, both engines and the embedder of an index home.
+
+Layout of a home (``WAYPOINT_HOME``, default ``.waypoint``)::
+
+    catalog.sqlite            documents, chunks (+ vectors), sources, projects, generation
+    lexical/                  the embedded BM25 index (tantivy)
+    dense/<generation>/       one Qdrant Edge shard per embedding generation
+
+Changing the embedding model never mixes vectors: ``reindex`` builds a new generation
+beside the old one and switches the catalog's pointer in one transaction when complete.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import shutil
+import struct
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from retrieval.catalog import Catalog, DocumentRow, SourceInfo
+from retrieval.embedding import Embedder
+from retrieval.engines.base import DenseEngine, LexicalEngine, SearchFilter
+from retrieval.records import PUBLIC_GROUP, Meta, Record
+from retrieval.settings import RetrievalSettings
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[int, int], None]  # (done, total) in records
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (doc or path, reason)
+    records_indexed: int = 0
+    embeddings: int = 0
+    seconds: float = 0.0
+
+    def merge_failures(self, failures: Iterable[tuple[str, str]]) -> None:
+        self.failed.extend(failures)
+
+
+class StoreError(RuntimeError):
+    """A user-facing problem with the index (missing, incompatible, misconfigured)."""
+
+
+def _pack(vec: Sequence[float]) -> bytes:
+    return struct.pack(f"<{len(vec)}f", *vec)
+
+
+def _unpack(blob: bytes) -> list[float]:
+    return list(struct.unpack(f"<{len(blob) // 4}f", blob))
+
+
+def embedding_text(record: Record) -> str:
+    """What the dense leg embeds: an explicit embed_text, else the title then the text."""
+    explicit = record.metadata.get(Meta.EMBED_TEXT)
+    if explicit:
+        return str(explicit)
+    title = record.title
+    return f"{title}. {record.text}" if title and not record.text.startswith(title) else record.text
+
+
+class Store:
+    def __init__(
+        self,
+        settings: RetrievalSettings,
+        catalog: Catalog,
+        lexical: LexicalEngine,
+        dense: DenseEngine,
+        embedder: Embedder,
+        generation: str,
+    ) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.lexical = lexical
+        self.dense = dense
+        self.embedder = embedder
+        self.generation = generation
+        self.home = settings.home
+
+    # ---- opening ----------------------------------------------------------------------
+    @classmethod
+    def open(cls, settings: RetrievalSettings | None = None, home: Path | None = None) -> Store:
+        settings = settings or RetrievalSettings()
+        if home is not None:
+            settings = settings.model_copy(update={"home": Path(home)})
+        settings.home.mkdir(parents=True, exist_ok=True)
+        catalog = Catalog(settings.home / "catalog.sqlite")
+        generation = catalog.get_meta("generation")
+        model = catalog.get_meta("embedding_model")
+        if generation is None or model is None:
+            generation = _new_generation_name()
+            model = settings.embedding_model
+            catalog.set_meta("generation", generation)
+            catalog.set_meta("embedding_model", model)
+        elif model != settings.embedding_model:
+            # Queries must be embedded with the model that built the index: keep using it
+            # until `waypoint reindex` builds and switches to a new generation.
+            log.warning(
+                "index built with embedding model %s; configured %s: run `waypoint reindex`",
+                model,
+                settings.embedding_model,
+            )
+        embedder = Embedder(model, settings.embedding_batch_size)
+        lexical = _open_lexical(settings)
+        dense = _open_dense(settings, generation, embedder)
+        return cls(settings, catalog, lexical, dense, embedder, generation)
+
+    def close(self) -> None:
+        self.lexical.close()
+        self.dense.close()
+        self.catalog.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- write side -------------------------------------------------------------------
+    def ingest(
+        self,
+        records: Iterable[Record],
+        progress: ProgressFn | None = None,
+        project: str | None = None,
+        origin: str | None = None,
+        batch_records: int = 256,
+    ) -> IngestReport:
+        """Index records; unchanged documents (same content hash, ACL and chunking) cost
+        no embedding work; a changed document's chunks are replaced in place."""
+        import time
+
+        start = time.perf_counter()
+        report = IngestReport()
+        by_doc: dict[str, list[Record]] = {}
+        for r in records:
+            by_doc.setdefault(r.doc_id, []).append(r)
+        total = sum(len(v) for v in by_doc.values())
+        done = 0
+        pending: list[list[Record]] = []
+        pending_size = 0
+        sources: set[str] = set()
+        for doc_id, recs in by_doc.items():
+            recs.sort(key=lambda r: r.chunk_index)
+            sources.add(recs[0].source)
+            state = self._change_state(doc_id, recs)
+            if state == "unchanged":
+                report.unchanged += 1
+                done += len(recs)
+                if progress:
+                    progress(done, total)
+                continue
+            if state == "added":
+                report.added += 1
+            else:
+                report.updated += 1
+            pending.append(recs)
+            pending_size += len(recs)
+            if pending_size >= batch_records:
+                done += self._index_batch(pending, report)
+                pending, pending_size = [], 0
+                if progress:
+                    progress(done, total)
+        if pending:
+            done += self._index_batch(pending, report)
+        if progress:
+            progress(total, total)
+        if report.added or report.updated:
+            self.dense.optimize()  # HNSW built after the batch, off the query path
+        for s in sources:
+            self.catalog.touch_source(s, origin)
+            if project:
+                self.catalog.add_to_project(project, s)
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def _change_state(self, doc_id: str, recs: list[Record]) -> str:
+        row = self.catalog.document(doc_id)
+        if row is None:
+            return "added"
+        new_hash = str(recs[0].metadata.get(Meta.CONTENT_HASH, ""))
+        same = (
+            new_hash
+            and row.content_hash == new_hash
+            and row.chunk_count == len(recs)
+            and sorted(row.acl) == sorted(recs[0].acl)
+        )
+        return "unchanged" if same else "updated"
+
+    def _index_batch(self, docs: list[list[Record]], report: IngestReport) -> int:
+        flat = [r for recs in docs for r in recs]
+        dense_recs = [r for r in flat if "dense" in r.legs]
+        # A chunk whose embedded text did not change keeps its vector (an ACL or
+        # metadata-only change, or the untouched sections of an edited document).
+        stored = self.catalog.stored_chunks([r.id for r in dense_recs])
+        vec_by_id: dict[str, list[float]] = {}
+        to_embed: list[Record] = []
+        for r in dense_recs:
+            old = stored.get(r.id)
+            if old and old[1] is not None and embedding_text(old[0]) == embedding_text(r):
+                vec_by_id[r.id] = _unpack(old[1])
+            else:
+                to_embed.append(r)
+        fresh = self.embedder.encode([embedding_text(r) for r in to_embed])
+        report.embeddings += len(fresh)
+        vec_by_id.update(zip([r.id for r in to_embed], fresh, strict=True))
+        vectors = [vec_by_id[r.id] for r in dense_recs]
+        lexical_recs = [r for r in flat if "lexical" in r.legs]
+        # Same ids are overwritten in place, so a concurrent reader sees the old or the
+        # new chunk, never neither and never both; surplus old chunks go afterwards.
+        if lexical_recs:
+            self.lexical.upsert(lexical_recs)
+        if dense_recs:
+            self.dense.upsert(dense_recs, vectors)
+        for recs in docs:
+            doc_id = recs[0].doc_id
+            new_ids = {r.id for r in recs}
+            stale = [i for i in self.catalog.chunk_ids(doc_id) if i not in new_ids]
+            # A chunk that moved between legs must leave the leg it no longer belongs to.
+            lex_only_now = [r.id for r in recs if "dense" not in r.legs]
+            dense_only_now = [r.id for r in recs if "lexical" not in r.legs]
+            if stale or lex_only_now:
+                self.dense.delete(stale + lex_only_now)
+            if stale or dense_only_now:
+                self.lexical.delete(stale + dense_only_now)
+            self.catalog.replace_document(
+                recs, {rid: _pack(v) for rid, v in vec_by_id.items() if rid in new_ids}
+            )
+        report.records_indexed += len(flat)
+        return len(flat)
+
+    def delete_document(self, doc_id: str) -> bool:
+        ids = self.catalog.chunk_ids(doc_id)
+        if not ids:
+            return False
+        self.lexical.delete(ids)
+        self.dense.delete(ids)
+        self.catalog.delete_document(doc_id)
+        return True
+
+    def delete_source(self, source: str) -> int:
+        n = len(self.catalog.documents(source))
+        self.lexical.delete_source(source)
+        self.dense.delete_source(source)
+        self.catalog.delete_source(source)
+        return n
+
+    def reindex(self, progress: ProgressFn | None = None) -> str:
+        """Re-embed every chunk with the configured model into a new dense generation,
+        then switch to it atomically; the old generation keeps serving until then."""
+        embedder = Embedder(self.settings.embedding_model, self.settings.embedding_batch_size)
+        generation = _new_generation_name()
+        dense = _open_dense(self.settings, generation, embedder)
+        total = self.catalog.count_chunks()
+        done = 0
+        batch: list[Record] = []
+
+        def flush() -> None:
+            nonlocal done
+            recs = [r for r in batch if "dense" in r.legs]
+            if recs:
+                dense.upsert(recs, embedder.encode([embedding_text(r) for r in recs]))
+            done += len(batch)
+            batch.clear()
+            if progress:
+                progress(done, total)
+
+        for record, _vec in self.catalog.iter_chunks():
+            batch.append(record)
+            if len(batch) >= 256:
+                flush()
+        flush()
+        dense.optimize()
+        old_generation, old_dense = self.generation, self.dense
+        with self.catalog._lock, self.catalog._conn:  # one transaction: pointer + model
+            self.catalog._conn.execute(
+                "UPDATE meta SET value=? WHERE key='generation'", (generation,)
+            )
+            self.catalog._conn.execute(
+                "UPDATE meta SET value=? WHERE key='embedding_model'",
+                (self.settings.embedding_model,),
+            )
+        self.dense, self.embedder, self.generation = dense, embedder, generation
+        old_dense.close()
+        old_path = self.settings.home / "dense" / old_generation
+        if old_path.exists():
+            shutil.rmtree(old_path, ignore_errors=True)
+        return generation
+
+    # ---- read side --------------------------------------------------------------------
+    def corpus_size(self) -> int:
+        return self.catalog.count_chunks()
+
+    def is_empty(self) -> bool:
+        return self.catalog.count_documents() == 0
+
+    def sources(self) -> list[SourceInfo]:
+        return self.catalog.sources()
+
+    def filter_for(
+        self,
+        groups: Sequence[str] | None,
+        project: str | None = None,
+        sources: Sequence[str] | None = None,
+        time_from: datetime | None = None,
+        time_to: datetime | None = None,
+    ) -> SearchFilter:
+        """The engine filter for a caller: ACL groups (+ public) and a project's sources."""
+        scope: set[str] | None = set(sources) if sources else None
+        if project:
+            project_sources = set(self.catalog.project_sources(project))
+            if not project_sources:
+                raise StoreError(f"unknown project {project!r}: no sources belong to it")
+            scope = project_sources if scope is None else scope & project_sources
+        acl = None if groups is None else tuple(sorted({*groups, PUBLIC_GROUP}))
+        return SearchFilter(
+            acl_groups=acl,
+            sources=tuple(sorted(scope)) if scope is not None else None,
+            time_from=time_from,
+            time_to=time_to,
+        )
+
+    def allowed(self, record: Record, flt: SearchFilter) -> bool:
+        """The exact same rule the engines push down, for by-id reads."""
+        if flt.acl_groups is not None and not set(record.acl) & set(flt.acl_groups):
+            return False
+        if flt.sources is not None and record.source not in flt.sources:
+            return False
+        if flt.doc_ids is not None and record.doc_id not in flt.doc_ids:
+            return False
+        ts = record.timestamp
+        if flt.time_from is not None and ts < flt.time_from:
+            return False
+        return not (flt.time_to is not None and ts > flt.time_to)
+
+    def get_records(self, ids: Sequence[str], flt: SearchFilter) -> list[Record]:
+        return [r for r in self.catalog.records(ids) if self.allowed(r, flt)]
+
+    def get_document(self, doc_id: str, flt: SearchFilter) -> list[Record]:
+        return [r for r in self.catalog.doc_records(doc_id) if self.allowed(r, flt)]
+
+    def neighbors(self, chunk_id: str, flt: SearchFilter, window: int = 1) -> list[Record]:
+        """Adjacent sections of the same document (not the chunk itself), in order."""
+        found = self.get_records([chunk_id], flt)
+        if not found:
+            return []
+        me = found[0]
+        return [
+            r
+            for r in self.get_document(me.doc_id, flt)
+            if r.id != me.id and abs(r.chunk_index - me.chunk_index) <= window
+        ]
+
+    def titles(self, flt: SearchFilter) -> list[tuple[str, str]]:
+        """(title, doc_id) of every document the filter admits."""
+        return [(d.title, d.doc_id) for d in self._visible_documents(flt) if d.title]
+
+    def _visible_documents(self, flt: SearchFilter) -> list[DocumentRow]:
+        out = []
+        for d in self.catalog.documents():
+            if flt.acl_groups is not None and not set(d.acl) & set(flt.acl_groups):
+                continue
+            if flt.sources is not None and d.source not in flt.sources:
+                continue
+            out.append(d)
+        return out
+
+    def lookup(self, name: str, flt: SearchFilter, limit: int = 5) -> list[Record]:
+        """Open the documents about ``name``: exact title, then entity, then fuzzy title.
+        Returns the first visible chunk of each matching document."""
+        key = name.strip().lower()
+        if not key:
+            return []
+        docs = self._visible_documents(flt)
+        exact = [d for d in docs if d.title.lower() == key]
+        entity = [d for d in docs if d not in exact and key in {e.lower() for e in d.entities}]
+        ranked = exact + entity
+        if len(ranked) < limit:
+            titles = {d.title.lower(): d for d in docs if d.title and d not in ranked}
+            close = difflib.get_close_matches(key, list(titles), n=limit, cutoff=0.8)
+            ranked += [titles[t] for t in close]
+        out: list[Record] = []
+        for d in ranked[:limit]:
+            recs = self.get_document(d.doc_id, flt)
+            if recs:
+                out.append(recs[0])
+        return out
+
+
+def _new_generation_name() -> str:
+    return "gen-" + uuid.uuid4().hex[:10]
+
+
+def _open_lexical(settings: RetrievalSettings) -> LexicalEngine:
+    if settings.lexical_backend == "elasticsearch":
+        if not settings.es_url:
+            raise StoreError("WAYPOINT_LEXICAL_BACKEND=elasticsearch needs WAYPOINT_ES_URL")
+        from elasticsearch import Elasticsearch
+
+        from retrieval.engines.elastic import ElasticLexicalEngine
+
+        return ElasticLexicalEngine(
+            Elasticsearch(settings.es_url), index=f"{settings.es_index_prefix}-lexical"
+        )
+    from retrieval.engines.tantivy_engine import TantivyLexicalEngine
+
+    return TantivyLexicalEngine(settings.home / "lexical")
+
+
+def _open_dense(settings: RetrievalSettings, generation: str, embedder: Embedder) -> DenseEngine:
+    if settings.dense_backend == "qdrant":
+        if not settings.qdrant_url:
+            raise StoreError("WAYPOINT_DENSE_BACKEND=qdrant needs WAYPOINT_QDRANT_URL")
+        from qdrant_client import QdrantClient
+
+        from retrieval.engines.qdrant_server import QdrantServerDenseEngine
+
+        client = QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+        return QdrantServerDenseEngine(
+            client, f"{settings.qdrant_collection_prefix}-{generation}", embedder.dim
+        )
+    from retrieval.engines.qdrant_edge import EdgeDenseEngine
+
+    return EdgeDenseEngine(settings.home / "dense" / generation, embedder.dim)
