@@ -1,0 +1,274 @@
+"""`waypoint ingest | search | sources | delete | reindex`: the index from the shell."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
+from retrieval.settings import RetrievalSettings
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def open_store(index: Path | None, must_exist: bool = False):  # noqa: ANN201 - Store
+    from retrieval.embedding import EmbeddingModelError
+    from retrieval.store import Store, StoreError
+
+    settings = RetrievalSettings()
+    home = index or settings.home
+    if must_exist and not (Path(home) / "catalog.sqlite").exists():
+        fail(f"no index at {home}: run `waypoint ingest PATH --index {home}` first")
+    try:
+        return Store.open(settings, home=home)
+    except (StoreError, EmbeddingModelError) as exc:
+        fail(str(exc))
+
+
+def ingest(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Files or folders: Markdown/text/HTML "
+            "folders, .jsonl, a Slack export, a ticket export."
+        ),
+    ],
+    source: Annotated[str | None, typer.Option(help="Source name (default: folder name).")] = None,
+    acl: Annotated[
+        list[str] | None, typer.Option("--acl", help="Group allowed to read (repeat).")
+    ] = None,
+    project: Annotated[str | None, typer.Option(help="Add the source(s) to this project.")] = None,
+    index: IndexOption = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Ingest documents and exports; unchanged content is skipped, changed content replaced."""
+    from retrieval.connectors import load_path
+
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        fail(f"no such file or folder: {', '.join(missing)}")
+    if source is not None and len(paths) > 1:
+        fail("--source names one source: give one PATH per --source")
+    store = open_store(index)
+    totals = {"added": 0, "updated": 0, "unchanged": 0, "records": 0, "embeddings": 0}
+    failures: list[tuple[str, str]] = []
+    try:
+        for path in paths:
+            loaded = load_path(path, source=source, acl=acl or None, project=project)
+            failures.extend(loaded.failures)
+            with Progress(
+                TextColumn(f"[bold]{path}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+                disable=json_out,
+            ) as bar:
+                task = bar.add_task("ingest", total=max(1, len(loaded.records)))
+                report = store.ingest(
+                    loaded.records,
+                    progress=lambda done, total, t=task: bar.update(t, completed=done, total=total),
+                    project=project,
+                    origin=str(path.resolve()),
+                )
+            totals["added"] += report.added
+            totals["updated"] += report.updated
+            totals["unchanged"] += report.unchanged
+            totals["records"] += report.records_indexed
+            totals["embeddings"] += report.embeddings
+            failures.extend(report.failed)
+    finally:
+        store.close()
+    if json_out:
+        print(json.dumps({**totals, "failed": [{"path": p, "reason": r} for p, r in failures]}))
+        return
+    console.print(
+        f"documents: [green]{totals['added']} added[/], [yellow]{totals['updated']} updated[/], "
+        f"{totals['unchanged']} unchanged, [red]{len(failures)} failed[/]  "
+        f"(records indexed {totals['records']}, embeddings computed {totals['embeddings']})"
+    )
+    for path, reason in failures:
+        console.print(f"  [red]failed[/] {path}: {reason}")
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    k: Annotated[int, typer.Option("--k", min=1, max=200, help="Hits to return.")] = 10,
+    explain: Annotated[bool, typer.Option(help="Show every stage of the pipeline.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the full result as JSON.")
+    ] = False,
+    as_user: AsUserOption = None,
+    project: Annotated[str | None, typer.Option(help="Restrict to a project's sources.")] = None,
+    legs: Annotated[str, typer.Option(help="Comma list of legs: lexical,dense.")] = "lexical,dense",
+    index: IndexOption = None,
+) -> None:
+    """Hybrid search (BM25 + dense, RRF, rerank) under the caller's permissions."""
+    from retrieval.pipeline import hybrid_search
+    from retrieval.search_models import SearchOptions
+    from retrieval.store import StoreError
+
+    if not query.strip():
+        fail("empty query")
+    leg_list = [x.strip() for x in legs.split(",") if x.strip()]
+    bad = [x for x in leg_list if x not in {"lexical", "dense"}]
+    if bad or not leg_list:
+        fail(f"unknown leg(s) {', '.join(bad) or '(none)'}; valid: lexical, dense")
+    caller = resolve_caller(as_user, project)
+    store = open_store(index, must_exist=True)
+    try:
+        if store.is_empty():
+            fail(f"the index at {store.home} is empty: run `waypoint ingest PATH` first")
+        try:
+            flt = store.filter_for(caller.groups, caller.project)
+        except StoreError as exc:
+            fail(str(exc))
+        result = asyncio.run(hybrid_search(store, query, flt, SearchOptions(k=k, legs=leg_list)))
+    finally:
+        store.close()
+    if json_out:
+        print(result.model_dump_json(indent=2))
+        return
+    if explain:
+        _print_explain(result)
+    _print_hits(result)
+
+
+def _print_explain(result) -> None:  # noqa: ANN001 - SearchResult
+    console.rule("[bold]query")
+    console.print(f"original:  {result.original_query}")
+    console.print(f"rewritten: {result.rewritten_query}")
+    console.print(f"corpus {result.corpus_size} records, recall depth per leg {result.depth}")
+    for leg, items in result.legs.items():
+        table = Table(title=f"leg: {leg}", show_lines=False)
+        table.add_column("rank", justify="right")
+        table.add_column("score", justify="right")
+        table.add_column("id")
+        table.add_column("title")
+        for it in items[:15]:
+            table.add_row(str(it.rank), f"{it.score:.4f}", it.id, it.title)
+        console.print(table)
+    for name, items in (("fused (RRF)", result.fused), ("after per-document cap", result.capped)):
+        table = Table(title=name)
+        table.add_column("rank", justify="right")
+        table.add_column("score", justify="right")
+        table.add_column("id")
+        table.add_column("title")
+        for it in items[:15]:
+            table.add_row(str(it.rank), f"{it.score:.5f}", it.id, it.title)
+        console.print(table)
+    if result.reranked is not None:
+        table = Table(title="reranked (cross-encoder)")
+        table.add_column("rank", justify="right")
+        table.add_column("score", justify="right")
+        table.add_column("id")
+        for it in result.reranked[:15]:
+            table.add_row(str(it.rank), f"{it.score:.4f}", it.id)
+        console.print(table)
+    timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items())
+    console.print(f"timings: {timings}")
+    for w in result.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+
+
+def _print_hits(result) -> None:  # noqa: ANN001 - SearchResult
+    if not result.hits:
+        console.print("no results")
+        for w in result.warnings:
+            console.print(f"[yellow]warning:[/] {w}")
+        return
+    console.rule("[bold]results")
+    for i, hit in enumerate(result.hits, 1):
+        loc = hit.locator
+        where = " > ".join(loc.heading_path) if loc.heading_path else ""
+        span = f" chars {loc.char_start}-{loc.char_end}" if loc.char_start is not None else ""
+        console.print(f"[bold]{i}. {hit.title or hit.doc_id}[/]  [dim]{hit.id}{span}[/]")
+        if where:
+            console.print(f"   [dim]{where}[/]")
+        text = " ".join(hit.text.split())
+        console.print(f"   {text[:300]}{'...' if len(text) > 300 else ''}")
+
+
+def sources(
+    index: IndexOption = None,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List sources: records, documents, last sync, projects."""
+    store = open_store(index, must_exist=True)
+    try:
+        infos = store.sources()
+    finally:
+        store.close()
+    if json_out:
+        print(json.dumps([i.__dict__ for i in infos], indent=2))
+        return
+    if not infos:
+        console.print("no sources yet: run `waypoint ingest PATH`")
+        return
+    table = Table(title="sources")
+    for col in ("name", "documents", "records", "last sync", "projects"):
+        table.add_column(col)
+    for i in infos:
+        table.add_row(
+            i.name,
+            str(i.documents),
+            str(i.records),
+            i.last_sync or "-",
+            ", ".join(i.projects) or "-",
+        )
+    console.print(table)
+
+
+def delete(
+    target: Annotated[str, typer.Argument(help="A document id (source:path) or a source name.")],
+    index: IndexOption = None,
+) -> None:
+    """Delete a document, or a whole source, from both engines and the catalog."""
+    store = open_store(index, must_exist=True)
+    try:
+        if store.catalog.document(target) is not None:
+            store.delete_document(target)
+            console.print(f"deleted document {target}")
+        elif any(s.name == target for s in store.sources()):
+            n = store.delete_source(target)
+            console.print(f"deleted source {target} ({n} documents)")
+        else:
+            fail(f"no document or source named {target!r}")
+    finally:
+        store.close()
+
+
+def reindex(index: IndexOption = None) -> None:
+    """Re-embed everything with the configured model into a new generation, then switch."""
+    store = open_store(index, must_exist=True)
+    try:
+        with Progress(
+            TextColumn("reindex"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("reindex", total=max(1, store.corpus_size()))
+            gen = store.reindex(progress=lambda d, t: bar.update(task, completed=d, total=t))
+    finally:
+        store.close()
+    console.print(f"switched to generation {gen}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ingest)
+    app.command()(search)
+    app.command()(sources)
+    app.command()(delete)
+    app.command()(reindex)
