@@ -30,6 +30,24 @@ def model_version(model: str) -> str:
     return h.hexdigest()[:12]
 
 
+_MODELS: dict[str, Any] = {}  # one loaded model per path per process (loading takes seconds)
+_MODELS_LOCK = threading.Lock()
+
+
+def _load_model(path: str) -> Any:
+    with _MODELS_LOCK:
+        if path not in _MODELS:
+            if not Path(path).exists():
+                raise EmbeddingModelError(
+                    f"embedding model not found at {path!r}; set "
+                    "WAYPOINT_EMBEDDING_MODEL to a local sentence-transformers folder"
+                )
+            from sentence_transformers import SentenceTransformer
+
+            _MODELS[path] = SentenceTransformer(path, device="cpu", local_files_only=True)
+        return _MODELS[path]
+
+
 class Embedder:
     """Lazily loaded SentenceTransformer; thread-safe encode of normalised vectors."""
 
@@ -41,23 +59,12 @@ class Embedder:
         self.version = model_version(model)
         self.batch_size = batch_size
         self._model: Any = None
-        self._lock = threading.Lock()
         self._dim: int | None = None
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                if not Path(self.model_path).exists():
-                    raise EmbeddingModelError(
-                        f"embedding model not found at {self.model_path!r}; set "
-                        "WAYPOINT_EMBEDDING_MODEL to a local sentence-transformers folder"
-                    )
-                from sentence_transformers import SentenceTransformer
-
-                self._model = SentenceTransformer(
-                    self.model_path, device="cpu", local_files_only=True
-                )
-            return self._model
+        if self._model is None:
+            self._model = _load_model(self.model_path)
+        return self._model
 
     @property
     def dim(self) -> int:

