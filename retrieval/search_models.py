@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +25,11 @@ class SearchOptions(BaseModel):
     sources: list[str] | None = None
     time_from: datetime | None = None
     time_to: datetime | None = None
+    # Added by the search pipeline (all optional, defaults keep the original behaviour):
+    rerank_depth: int = Field(default=50, ge=1, le=200)  # fused candidates the reranker scores
+    leg_timeout_s: float = Field(default=30.0, gt=0)  # a slower leg is dropped with a warning
+    # Which query the dense leg embeds; "original" measured better (benchmarks/hotpot_recall.py).
+    dense_query: Literal["original", "rewritten"] = "original"
 
 
 class Locator(BaseModel):
@@ -71,3 +76,7 @@ class SearchResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     depth: int = 0
     corpus_size: int = 0
+    # Added by the search pipeline (optional):
+    leg_queries: dict[str, str] = Field(default_factory=dict)  # the text each leg received
+    signals: dict[str, Any] = Field(default_factory=dict)  # idf_gate / age_decay when applied
+    rerank_model: str | None = None  # the cross-encoder path that produced ``reranked``

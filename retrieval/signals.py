@@ -18,9 +18,14 @@ from retrieval.textstats import DocFreq, terms
 
 # ``store.lexical.doc_freq``: document frequency per term and the indexed document count.
 DocFreqLookup = Callable[[Sequence[str]], tuple[Mapping[str, int], int]]
+# Text -> index terms. Must produce the keys ``doc_freq`` answers with: tantivy stems
+# ("Running" -> "run"), so the engine's own analyser is passed when it has one.
+Analyser = Callable[[str], list[str]]
 
 
-def mean_idf_many(texts: Sequence[str], doc_freq: DocFreqLookup) -> list[float]:
+def mean_idf_many(
+    texts: Sequence[str], doc_freq: DocFreqLookup, analyse: Analyser | None = None
+) -> list[float]:
     """Mean IDF over each text's term occurrences, with one ``doc_freq`` call for all texts.
 
     The IDF is the write-time gates' formula (retrieval/textstats.py: corpus statistics
@@ -28,7 +33,8 @@ def mean_idf_many(texts: Sequence[str], doc_freq: DocFreqLookup) -> list[float]:
     write time and at query time. Occurrences, not distinct terms: filler is repetitive.
     A text with no terms scores 0.0 (it carries no information).
     """
-    tokenised = [terms(text) for text in texts]
+    analyse = analyse or terms
+    tokenised = [analyse(text) for text in texts]
     vocabulary = sorted({t for tokens in tokenised for t in tokens})
     if not vocabulary:
         return [0.0 for _ in texts]
@@ -39,11 +45,14 @@ def mean_idf_many(texts: Sequence[str], doc_freq: DocFreqLookup) -> list[float]:
 
 
 def idf_gate(
-    items: Iterable[tuple[str, str]], doc_freq: DocFreqLookup, threshold: float
+    items: Iterable[tuple[str, str]],
+    doc_freq: DocFreqLookup,
+    threshold: float,
+    analyse: Analyser | None = None,
 ) -> tuple[set[str], dict[str, float]]:
     """Ids (of ``(id, text)`` pairs) whose mean IDF is below ``threshold``, plus every mean."""
     pairs = list(items)
-    means = mean_idf_many([text for _, text in pairs], doc_freq)
+    means = mean_idf_many([text for _, text in pairs], doc_freq, analyse)
     by_id = {item_id: round(value, 4) for (item_id, _), value in zip(pairs, means, strict=True)}
     dropped = {
         item_id for (item_id, _), value in zip(pairs, means, strict=True) if value < threshold

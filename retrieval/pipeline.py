@@ -1,0 +1,321 @@
+"""The single-round search: rewrite -> lexical + dense legs -> RRF -> signals -> per-doc cap
+-> cross-encoder rerank -> neighbour expansion.
+
+One function, :func:`hybrid_search`, used by the tools, the CLI and the evaluation. Every
+stage leaves its output in the :class:`SearchResult` (each leg's ranked list, fused order,
+capped order, rerank scores, timings, warnings), so a developer can see why a passage is
+where it is. A failed leg or a missing reranker degrades the result and says so; only a
+search in which *every* requested leg failed raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from retrieval import rerank as rerank_stage
+from retrieval.engines.base import Hit, SearchFilter
+from retrieval.fusion import FusedItem, cap_per_doc, rrf_fuse
+from retrieval.records import Meta, Record
+from retrieval.rewrite import rewrite_query
+from retrieval.search_models import (
+    Locator,
+    RankedItem,
+    SearchHit,
+    SearchOptions,
+    SearchResult,
+)
+from retrieval.signals import age_decay_factor, idf_gate
+
+LEGS = ("lexical", "dense")
+MIN_DEPTH, MAX_DYNAMIC_DEPTH = 20, 50
+
+T = TypeVar("T")
+
+
+class SearchFailed(RuntimeError):
+    """Every requested leg failed: there is no degraded result to return."""
+
+    def __init__(self, warnings: list[str]) -> None:
+        super().__init__("; ".join(warnings) or "search failed")
+        self.warnings = warnings
+
+
+def recall_depth(corpus_size: int, k: int, requested: int | None = None) -> int:
+    """Per-leg depth: as asked, else min(max(20, N/10), 50); never shallower than k.
+
+    Deep enough that a document found by one leg only is not lost for want of a rank in
+    the other (RRF punishes absence), bounded so rerank and fusion stay cheap.
+    """
+    base = requested if requested is not None else min(max(MIN_DEPTH, corpus_size // 10), 50)
+    return max(base, k)
+
+
+def narrow_filter(flt: SearchFilter, options: SearchOptions) -> SearchFilter:
+    """Apply the per-query scope of ``options`` inside the caller's filter, never widening it."""
+    if options.sources is not None:
+        wanted = set(options.sources)
+        allowed = wanted if flt.sources is None else wanted & set(flt.sources)
+        flt = replace(flt, sources=tuple(sorted(allowed)))
+    if options.time_from is not None and (
+        flt.time_from is None or options.time_from > flt.time_from
+    ):
+        flt = replace(flt, time_from=options.time_from)
+    if options.time_to is not None and (flt.time_to is None or options.time_to < flt.time_to):
+        flt = replace(flt, time_to=options.time_to)
+    return flt
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 2)
+
+
+async def _timed(fn: Callable[[], Awaitable[T]]) -> tuple[T, float]:
+    start = time.perf_counter()
+    value = await fn()
+    return value, _ms(start)
+
+
+def _passage(record: Record) -> str:
+    """What the cross-encoder reads: the title carries context a chunk often lacks."""
+    title = record.title
+    return f"{title}: {record.text}" if title and not record.text.startswith(title) else record.text
+
+
+def _hit(record: Record, score: float, rerank_score: float | None = None) -> SearchHit:
+    meta = record.metadata
+    return SearchHit(
+        id=record.id,
+        doc_id=record.doc_id,
+        title=record.title,
+        text=record.text,
+        score=score,
+        source=record.source,
+        timestamp=record.timestamp,
+        locator=Locator(
+            doc_id=record.doc_id,
+            chunk_id=record.id,
+            char_start=meta.get(Meta.CHAR_START),
+            char_end=meta.get(Meta.CHAR_END),
+            heading_path=list(meta.get(Meta.HEADING_PATH) or []),
+            url=meta.get(Meta.URL),
+        ),
+        metadata=dict(meta),
+        rerank_score=rerank_score,
+    )
+
+
+async def hybrid_search(
+    store: Any,
+    query: str,
+    flt: SearchFilter,
+    options: SearchOptions | None = None,
+) -> SearchResult:
+    """Search ``store`` for ``query`` within ``flt`` (ACL, scope, time pushed into engines)."""
+    options = options or SearchOptions()
+    unknown = [leg for leg in options.legs if leg not in LEGS]
+    if unknown or not options.legs:
+        raise ValueError(f"unknown or no search legs {options.legs!r}; choose from {list(LEGS)}")
+    if not query.strip():
+        raise ValueError("empty query")
+    legs = [leg for leg in LEGS if leg in options.legs]
+    total_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    warnings: list[str] = []
+
+    # -- 1. rewrite ------------------------------------------------------------------
+    start = time.perf_counter()
+    rewritten = rewrite_query(query).rewritten if options.rewrite else query.strip()
+    timings["rewrite"] = _ms(start)
+    leg_queries = {
+        "lexical": rewritten,
+        # The encoder was trained on natural sentences: the full question is the better
+        # paraphrase probe (measured on HotpotQA, see benchmarks/hotpot_recall.py).
+        "dense": query.strip() if options.dense_query == "original" else rewritten,
+    }
+    flt = narrow_filter(flt, options)
+    corpus_size = int(await asyncio.to_thread(store.corpus_size))
+    depth = recall_depth(corpus_size, options.k, options.depth)
+
+    # -- 2. legs, concurrently -------------------------------------------------------
+    def run_lexical() -> list[Hit]:
+        return list(store.lexical.search(leg_queries["lexical"], depth, flt))
+
+    def run_dense() -> list[Hit]:
+        vector = store.embedder.encode([leg_queries["dense"]])[0]
+        return list(store.dense.search(vector, depth, flt))
+
+    runners = {"lexical": run_lexical, "dense": run_dense}
+
+    async def run_leg(leg: str) -> list[Hit]:
+        return await asyncio.wait_for(
+            asyncio.to_thread(runners[leg]), timeout=options.leg_timeout_s
+        )
+
+    outcomes = await asyncio.gather(
+        *(_timed(lambda leg=leg: run_leg(leg)) for leg in legs),  # type: ignore[misc]
+        return_exceptions=True,
+    )
+    leg_hits: dict[str, list[Hit]] = {}
+    for leg, outcome in zip(legs, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, Exception):
+                raise outcome  # cancellation / interpreter exit: not a leg failure
+            reason = (
+                f"timed out after {options.leg_timeout_s:g}s"
+                if isinstance(outcome, TimeoutError)
+                else f"{type(outcome).__name__}: {outcome}"
+            )
+            warnings.append(f"{leg} leg failed: {reason}")
+            continue
+        hits, elapsed = outcome
+        leg_hits[leg] = hits
+        timings[leg] = elapsed
+    if not leg_hits:
+        raise SearchFailed(warnings)
+
+    records: dict[str, Record] = {}
+    legs_out: dict[str, list[RankedItem]] = {}
+    for leg in legs:
+        if leg not in leg_hits:
+            continue
+        items = []
+        for position, hit in enumerate(leg_hits[leg], start=1):
+            records.setdefault(hit.id, hit.record)
+            items.append(
+                RankedItem(id=hit.id, rank=position, score=hit.score, title=hit.record.title)
+            )
+        legs_out[leg] = items
+
+    # -- 3./4. fuse, optional signals, per-document cap ------------------------------
+    start = time.perf_counter()
+    fused = rrf_fuse(
+        {leg: [i.id for i in items] for leg, items in legs_out.items()},
+        weights=options.leg_weights,
+        rrf_k=options.rrf_k,
+    )
+    signals: dict[str, Any] = {}
+    scores = {f.id: f.score for f in fused}
+    if options.idf_gate is not None and fused:
+        analyse = getattr(store.lexical, "analyse", None)
+        dropped, means = idf_gate(
+            [(f.id, records[f.id].text) for f in fused],
+            store.lexical.doc_freq,
+            options.idf_gate,
+            analyse=analyse,
+        )
+        fused = [f for f in fused if f.id not in dropped]
+        signals["idf_gate"] = {
+            "threshold": options.idf_gate,
+            "dropped": sorted(dropped),
+            "mean_idf": means,
+        }
+    if options.age_decay_half_life_days is not None and fused:
+        half_life = options.age_decay_half_life_days
+        factors = {f.id: age_decay_factor(records[f.id].timestamp, half_life) for f in fused}
+        scores = {f.id: f.score * factors[f.id] for f in fused}
+        order = {f.id: position for position, f in enumerate(fused)}
+        fused = sorted(fused, key=lambda f: (-round(scores[f.id], 12), order[f.id]))
+        signals["age_decay"] = {
+            "half_life_days": half_life,
+            "factors": {i: round(v, 6) for i, v in factors.items()},
+        }
+    capped: list[FusedItem] = cap_per_doc(
+        fused, lambda f: records[f.id].doc_id, options.per_doc_cap
+    )
+    timings["fuse"] = _ms(start)
+
+    def ranked(items: list[FusedItem]) -> list[RankedItem]:
+        return [
+            RankedItem(id=f.id, rank=n, score=scores[f.id], title=records[f.id].title)
+            for n, f in enumerate(items, start=1)
+        ]
+
+    # -- 5. rerank -------------------------------------------------------------------
+    start = time.perf_counter()
+    final_ids = [f.id for f in capped]
+    rerank_scores: dict[str, float] = {}
+    reranked: list[RankedItem] | None = None
+    rerank_model: str | None = None
+    if options.rerank and capped:
+        try:
+            path = rerank_stage.resolve_model_path(store.settings.rerank_model)
+        except rerank_stage.RerankUnavailable as exc:
+            warnings.append(str(exc))
+            path = None
+        if path is not None:
+            candidates = final_ids[: options.rerank_depth]
+            try:
+                values = await asyncio.to_thread(
+                    rerank_stage.score_pairs,
+                    path,
+                    query.strip(),
+                    [_passage(records[i]) for i in candidates],
+                )
+            except Exception as exc:  # a broken model folder degrades, recorded below
+                warnings.append(f"rerank failed: {type(exc).__name__}: {exc}")
+            else:
+                rerank_model = str(path)
+                rerank_scores = dict(zip(candidates, values, strict=True))
+                position = {i: n for n, i in enumerate(candidates)}
+                # Ties keep the fused order; candidates past rerank_depth follow unscored.
+                order = sorted(candidates, key=lambda i: (-rerank_scores[i], position[i]))
+                reranked = [
+                    RankedItem(id=i, rank=n, score=rerank_scores[i], title=records[i].title)
+                    for n, i in enumerate(order, start=1)
+                ]
+                final_ids = order + final_ids[len(candidates) :]
+    timings["rerank"] = _ms(start)
+
+    # -- 6. final hits and neighbour expansion --------------------------------------
+    hits = [_hit(records[i], scores[i], rerank_scores.get(i)) for i in final_ids[: options.k]]
+    start = time.perf_counter()
+    if options.expand_neighbors > 0 and hits:
+        hits = await _expand(store, hits, flt, options.expand_neighbors)
+    timings["expand"] = _ms(start)
+    timings["total"] = _ms(total_start)
+
+    return SearchResult(
+        original_query=query,
+        rewritten_query=rewritten,
+        legs=legs_out,
+        fused=ranked(fused),
+        capped=ranked(capped),
+        reranked=reranked,
+        hits=hits,
+        timings_ms=timings,
+        warnings=warnings,
+        depth=depth,
+        corpus_size=corpus_size,
+        leg_queries={leg: leg_queries[leg] for leg in legs},
+        signals=signals,
+        rerank_model=rerank_model,
+    )
+
+
+async def _expand(
+    store: Any, hits: list[SearchHit], flt: SearchFilter, top_n: int
+) -> list[SearchHit]:
+    """Add the adjacent sections of the top ``top_n`` hits right after each of them."""
+    origins = hits[:top_n]
+    neighbours = await asyncio.gather(
+        *(asyncio.to_thread(store.neighbors, h.id, flt) for h in origins)
+    )
+    present = {h.id for h in hits}
+    extra: dict[str, list[SearchHit]] = {}
+    for origin, found in zip(origins, neighbours, strict=True):
+        for record in found:
+            if record.id in present:
+                continue
+            present.add(record.id)
+            added = _hit(record, origin.score)
+            added.expanded_from = origin.id
+            extra.setdefault(origin.id, []).append(added)
+    out: list[SearchHit] = []
+    for h in hits:
+        out.append(h)
+        out.extend(extra.get(h.id, []))
+    return out

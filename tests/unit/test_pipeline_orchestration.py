@@ -1,0 +1,279 @@
+"""Orchestration of hybrid_search with fake engines (no models, no disk).
+
+The real engines are exercised in tests/integration/test_pipeline.py; here the point is
+the wiring: which query each leg gets, depth, degradation, fusion, cap, signals, expansion.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from retrieval.engines.base import Hit, SearchFilter
+from retrieval.pipeline import SearchFailed, hybrid_search, narrow_filter, recall_depth
+from retrieval.records import Record
+from retrieval.rerank import NO_MODEL_WARNING
+from retrieval.search_models import SearchOptions
+from tests.conftest import make_record
+
+PUBLIC = SearchFilter.for_groups([])
+
+
+def _rec(doc: str, index: int = 0, text: str | None = None, **kw: Any) -> Record:
+    return make_record(doc, text or f"text of {doc} part {index}", index=index, **kw)
+
+
+@dataclass
+class FakeLexical:
+    ranked: list[Record]
+    name: str = "fake-lexical"
+    fail: Exception | None = None
+    block: threading.Event | None = None
+
+    def __post_init__(self) -> None:
+        self.calls: list[tuple[str, int, SearchFilter]] = []
+
+    def search(self, query: str, k: int, flt: SearchFilter) -> list[Hit]:
+        self.calls.append((query, k, flt))
+        if self.block is not None:
+            self.block.wait(5)
+        if self.fail:
+            raise self.fail
+        return [
+            Hit(record=r, score=10.0 - n, rank=n + 1, leg="lexical")
+            for n, r in enumerate(self.ranked[:k])
+        ]
+
+    def doc_freq(self, terms: Sequence[str]) -> tuple[Mapping[str, int], int]:
+        # "filler" words are everywhere, everything else is rare.
+        return {t: (100 if t in {"ok", "thanks", "sure"} else 1) for t in terms}, 100
+
+
+@dataclass
+class FakeDense:
+    ranked: list[Record]
+    name: str = "fake-dense"
+    fail: Exception | None = None
+
+    def __post_init__(self) -> None:
+        self.calls: list[tuple[list[float], int]] = []
+
+    def search(self, vector: Sequence[float], k: int, flt: SearchFilter) -> list[Hit]:
+        self.calls.append((list(vector), k))
+        if self.fail:
+            raise self.fail
+        return [
+            Hit(record=r, score=0.9 - n / 100, rank=n + 1, leg="dense")
+            for n, r in enumerate(self.ranked[:k])
+        ]
+
+
+class FakeEmbedder:
+    name = "fake"
+    dim = 2
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return [[1.0, 0.0] for _ in texts]
+
+
+class FakeStore:
+    def __init__(
+        self,
+        lexical: list[Record],
+        dense: list[Record],
+        size: int = 100,
+        documents: list[Record] | None = None,
+    ) -> None:
+        self.lexical = FakeLexical(lexical)
+        self.dense = FakeDense(dense)
+        self.embedder = FakeEmbedder()
+        self.settings = SimpleNamespace(rerank_model=None)
+        self.size = size
+        self.documents = documents or []
+
+    def corpus_size(self) -> int:
+        return self.size
+
+    def neighbors(self, chunk_id: str, flt: SearchFilter, window: int = 1) -> list[Record]:
+        me = next(r for r in self.documents if r.id == chunk_id)
+        return [
+            r
+            for r in self.documents
+            if r.doc_id == me.doc_id
+            and r.id != me.id
+            and abs(r.chunk_index - me.chunk_index) <= window
+        ]
+
+
+A, B, C, D = _rec("a"), _rec("b"), _rec("c"), _rec("d")
+
+
+async def test_legs_get_their_queries_and_fuse_by_rank() -> None:
+    store = FakeStore(lexical=[A, B, C], dense=[B, D, A])
+    result = await hybrid_search(store, "What is the retry policy?", PUBLIC)
+    assert result.rewritten_query == "retry policy"
+    assert store.lexical.calls[0][0] == "retry policy"
+    assert store.embedder.texts == ["What is the retry policy?"]  # dense embeds the question
+    assert result.leg_queries == {"lexical": "retry policy", "dense": "What is the retry policy?"}
+    # a: 1/61 + 1/63 > b: 1/62 + 1/61 ... see tests/unit/test_fusion.py for the arithmetic.
+    assert [i.id for i in result.fused] == [B.id, A.id, D.id, C.id]
+    assert [h.id for h in result.hits] == [B.id, A.id, D.id, C.id]
+    assert result.legs["lexical"][0].title == "a"
+    assert [i.rank for i in result.legs["dense"]] == [1, 2, 3]
+    assert result.fused[0].score == pytest.approx(1 / 62 + 1 / 61)
+    hit = result.hits[0]
+    assert hit.locator.chunk_id == B.id and hit.locator.doc_id == "test:b"
+    assert hit.text == B.text and hit.source == "test" and hit.title == "b"
+    assert {"rewrite", "lexical", "dense", "fuse", "rerank", "expand", "total"} <= set(
+        result.timings_ms
+    )
+
+
+async def test_dense_can_embed_the_rewritten_query() -> None:
+    store = FakeStore(lexical=[A], dense=[A])
+    await hybrid_search(
+        store, "what is the retry policy?", PUBLIC, SearchOptions(dense_query="rewritten")
+    )
+    assert store.embedder.texts == ["retry policy"]
+
+
+async def test_only_requested_legs_run() -> None:
+    store = FakeStore(lexical=[A, B], dense=[C])
+    result = await hybrid_search(store, "retry", PUBLIC, SearchOptions(legs=["lexical"]))
+    assert store.dense.calls == [] and store.embedder.texts == []
+    assert list(result.legs) == ["lexical"]
+    assert [h.id for h in result.hits] == [A.id, B.id]
+    assert "dense" not in result.timings_ms
+    with pytest.raises(ValueError):
+        await hybrid_search(store, "retry", PUBLIC, SearchOptions(legs=["sparse"]))
+
+
+async def test_failed_leg_degrades_with_a_warning() -> None:
+    store = FakeStore(lexical=[A, B], dense=[C])
+    store.dense.fail = RuntimeError("shard closed")
+    result = await hybrid_search(store, "retry", PUBLIC)
+    assert result.warnings[0] == "dense leg failed: RuntimeError: shard closed"
+    assert [h.id for h in result.hits] == [A.id, B.id]
+    assert "dense" not in result.legs
+
+
+async def test_every_leg_failing_raises() -> None:
+    store = FakeStore(lexical=[A], dense=[A])
+    store.lexical.fail = OSError("disk gone")
+    store.dense.fail = RuntimeError("shard closed")
+    with pytest.raises(SearchFailed) as info:
+        await hybrid_search(store, "retry", PUBLIC)
+    assert len(info.value.warnings) == 2
+
+
+async def test_slow_leg_times_out_and_degrades() -> None:
+    store = FakeStore(lexical=[A], dense=[B])
+    release = threading.Event()
+    store.lexical.block = release
+    try:
+        result = await hybrid_search(store, "retry", PUBLIC, SearchOptions(leg_timeout_s=0.05))
+    finally:
+        release.set()
+    assert result.warnings[0] == "lexical leg failed: timed out after 0.05s"
+    assert [h.id for h in result.hits] == [B.id]
+
+
+@pytest.mark.parametrize(
+    ("size", "k", "requested", "expected"),
+    [(0, 10, None, 20), (300, 10, None, 30), (100_000, 10, None, 50), (100_000, 80, None, 80),
+     (1000, 10, 5, 10), (1000, 10, 120, 120)],
+)  # fmt: skip
+def test_recall_depth(size: int, k: int, requested: int | None, expected: int) -> None:
+    assert recall_depth(size, k, requested) == expected
+
+
+async def test_depth_reaches_the_engines() -> None:
+    store = FakeStore(lexical=[A], dense=[A], size=400)
+    result = await hybrid_search(store, "retry", PUBLIC)
+    assert result.depth == 40 and result.corpus_size == 400
+    assert store.lexical.calls[0][1] == 40 and store.dense.calls[0][1] == 40
+
+
+async def test_per_doc_cap_round_robin_in_result() -> None:
+    a0, a1, a2 = _rec("a", 0), _rec("a", 1), _rec("a", 2)
+    store = FakeStore(lexical=[a0, a1, a2, B], dense=[])
+    result = await hybrid_search(store, "x", PUBLIC, SearchOptions(per_doc_cap=2))
+    assert [i.id for i in result.fused] == [a0.id, a1.id, a2.id, B.id]
+    assert [i.id for i in result.capped] == [a0.id, B.id, a1.id]
+    assert [h.id for h in result.hits] == [a0.id, B.id, a1.id]
+
+
+async def test_rerank_without_model_is_skipped_visibly() -> None:
+    store = FakeStore(lexical=[A], dense=[A])
+    result = await hybrid_search(store, "retry", PUBLIC)
+    assert result.reranked is None and result.rerank_model is None
+    assert NO_MODEL_WARNING in result.warnings
+    store.settings.rerank_model = "/nonexistent/cross-encoder"
+    result = await hybrid_search(store, "retry", PUBLIC)
+    assert any(w.startswith(NO_MODEL_WARNING) and "/nonexistent" in w for w in result.warnings)
+    quiet = await hybrid_search(store, "retry", PUBLIC, SearchOptions(rerank=False))
+    assert quiet.warnings == [] and quiet.reranked is None
+
+
+async def test_idf_gate_drops_filler_and_is_recorded() -> None:
+    filler = _rec("chat", text="ok thanks sure")
+    store = FakeStore(lexical=[filler, A], dense=[])
+    plain = await hybrid_search(store, "x", PUBLIC, SearchOptions(rerank=False))
+    assert [h.id for h in plain.hits] == [filler.id, A.id] and plain.signals == {}
+    gated = await hybrid_search(store, "x", PUBLIC, SearchOptions(rerank=False, idf_gate=2.0))
+    assert [h.id for h in gated.hits] == [A.id]
+    assert gated.signals["idf_gate"]["dropped"] == [filler.id]
+    assert gated.signals["idf_gate"]["mean_idf"][A.id] > 2.0
+
+
+async def test_age_decay_reorders_and_is_recorded() -> None:
+    now = datetime.now(UTC)
+    old = _rec("old", timestamp=now - timedelta(days=365))
+    new = _rec("new", timestamp=now - timedelta(days=1))
+    store = FakeStore(lexical=[old, new], dense=[])
+    plain = await hybrid_search(store, "x", PUBLIC, SearchOptions(rerank=False))
+    assert [h.id for h in plain.hits] == [old.id, new.id]
+    opts = SearchOptions(rerank=False, age_decay_half_life_days=30)
+    decayed = await hybrid_search(store, "x", PUBLIC, opts)
+    assert [h.id for h in decayed.hits] == [new.id, old.id]
+    factors = decayed.signals["age_decay"]["factors"]
+    assert factors[old.id] == pytest.approx(0.5 ** (365 / 30), rel=1e-2)
+    assert decayed.hits[0].score == pytest.approx(1 / 62 * factors[new.id], rel=1e-4)
+
+
+async def test_neighbour_expansion_adds_adjacent_sections_once() -> None:
+    d0, d1, d2, d3 = (_rec("d", i) for i in range(4))
+    e0, e1 = _rec("e", 0), _rec("e", 1)
+    store = FakeStore(lexical=[d1, e0, d2], dense=[], documents=[d0, d1, d2, d3, e0, e1])
+    opts = SearchOptions(rerank=False, expand_neighbors=2, per_doc_cap=3)
+    result = await hybrid_search(store, "x", PUBLIC, opts)
+    # d1 -> d0 (d2 is already a hit); e0 -> e1; d2 is third, beyond the top 2: not expanded.
+    assert [(h.id, h.expanded_from) for h in result.hits] == [
+        (d1.id, None), (d0.id, d1.id), (e0.id, None), (e1.id, e0.id), (d2.id, None),
+    ]  # fmt: skip
+
+
+def test_options_narrow_but_never_widen_the_filter() -> None:
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    flt = SearchFilter(acl_groups=("eng", "public"), sources=("wiki", "slack"), time_from=t0)
+    narrowed = narrow_filter(
+        flt, SearchOptions(sources=["slack", "jira"], time_from=t0 - timedelta(days=9))
+    )
+    assert narrowed.sources == ("slack",)
+    assert narrowed.time_from == t0
+    assert narrowed.acl_groups == ("eng", "public")
+
+
+async def test_empty_query_is_rejected() -> None:
+    with pytest.raises(ValueError):
+        await hybrid_search(FakeStore([], []), "   ", PUBLIC)
