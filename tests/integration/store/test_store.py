@@ -1,0 +1,125 @@
+"""The Store on real engines: change detection, in-place replace, deletes, ACL, generations."""
+
+from __future__ import annotations
+
+import threading
+
+from retrieval.engines.base import SearchFilter
+from tests.conftest import make_record
+
+ALL = SearchFilter(acl_groups=None)
+
+
+def _doc(name: str, texts: list[str], **kw):
+    return [make_record(name, t, index=i, **kw) for i, t in enumerate(texts)]
+
+
+def test_reingest_unchanged_content_does_no_embedding_work(store):
+    recs = _doc("a.md", ["alpha ledger service runbook", "beta paging policy"])
+    first = store.ingest(recs)
+    assert (first.added, first.updated, first.unchanged) == (1, 0, 0)
+    assert first.embeddings == 2
+    again = store.ingest(_doc("a.md", ["alpha ledger service runbook", "beta paging policy"]))
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 1)
+    assert again.embeddings == 0
+    assert store.lexical.count() == 2 and store.dense.count() == 2
+
+
+def test_changed_document_replaces_old_chunks_in_both_engines(store):
+    store.ingest(_doc("p.md", ["zebra quokka original text", "second section", "third section"]))
+    report = store.ingest(_doc("p.md", ["wombat platypus new text", "second section"]))
+    assert report.updated == 1
+    # only the changed chunk is re-embedded; the untouched section keeps its vector
+    assert report.embeddings == 1
+    assert store.lexical.search("zebra quokka", 5, ALL) == []
+    hits = store.lexical.search("wombat platypus", 5, ALL)
+    assert [h.id for h in hits] == ["test:p.md#0"]
+    assert sorted(store.catalog.chunk_ids("test:p.md")) == ["test:p.md#0", "test:p.md#1"]
+    assert store.dense.count() == 2 and store.lexical.count() == 2
+
+
+def test_delete_document_and_source_remove_from_both_engines(store):
+    store.ingest(_doc("x.md", ["xylophone"]) + _doc("y.md", ["yodel"]))
+    store.ingest(_doc("z.md", ["zither"], source="other"))
+    assert store.delete_document("test:x.md")
+    assert store.lexical.search("xylophone", 5, ALL) == []
+    vec = store.embedder.encode(["xylophone"])[0]
+    assert all(h.record.doc_id != "test:x.md" for h in store.dense.search(vec, 5, ALL))
+    assert store.delete_source("other") == 1
+    assert store.lexical.search("zither", 5, ALL) == []
+    assert store.dense.count() == 1
+    assert [s.name for s in store.sources()] == ["test"]
+
+
+def test_acl_enforced_on_by_id_reads_and_lookup(store):
+    store.ingest(
+        _doc("salaries.md", ["salary bands for 2026"], acl=["hr"], title="Salary bands")
+        + _doc("handbook.md", ["the employee handbook"], title="Employee handbook")
+    )
+    eng = store.filter_for(["eng"])
+    hr = store.filter_for(["hr"])
+    assert store.get_records(["test:salaries.md#0"], eng) == []
+    assert [r.id for r in store.get_records(["test:salaries.md#0"], hr)] == ["test:salaries.md#0"]
+    assert store.lookup("Salary bands", eng) == []
+    assert [r.doc_id for r in store.lookup("salary bands", hr)] == ["test:salaries.md"]
+    # fuzzy title match, still ACL-checked
+    assert [r.doc_id for r in store.lookup("Employee handbok", eng)] == ["test:handbook.md"]
+    assert ("Salary bands", "test:salaries.md") not in store.titles(eng)
+
+
+def test_projects_scope_searches_to_their_sources(store):
+    store.ingest(_doc("a.md", ["shared words"], source="wiki"), project="acme")
+    store.ingest(_doc("b.md", ["shared words"], source="tickets"))
+    flt = store.filter_for(["eng"], project="acme")
+    assert flt.sources == ("wiki",)
+    hits = store.lexical.search("shared words", 5, flt)
+    assert [h.record.source for h in hits] == ["wiki"]
+
+
+def test_neighbors_and_document_order(store):
+    store.ingest(_doc("n.md", ["zero", "one", "two", "three"]))
+    flt = store.filter_for([])
+    assert [r.id for r in store.neighbors("test:n.md#2", flt)] == ["test:n.md#1", "test:n.md#3"]
+    assert [r.chunk_index for r in store.get_document("test:n.md", flt)] == [0, 1, 2, 3]
+
+
+def test_lexical_only_records_are_not_embedded(store):
+    recs = [
+        make_record("t", "distilled thread summary", index=0),
+        make_record("t", "raw chatty thread text lol", index=1, legs=["lexical"]),
+    ]
+    report = store.ingest(recs)
+    assert report.embeddings == 1
+    assert store.dense.count() == 1 and store.lexical.count() == 2
+
+
+def test_reindex_builds_new_generation_and_switches(store):
+    store.ingest(_doc("g.md", ["generation test document about ferrets"]))
+    old = store.generation
+    new = store.reindex()
+    assert new != old and store.catalog.get_meta("generation") == new
+    assert not (store.home / "dense" / old).exists()
+    vec = store.embedder.encode(["ferrets"])[0]
+    assert [h.record.doc_id for h in store.dense.search(vec, 1, ALL)] == ["test:g.md"]
+
+
+def test_reader_never_sees_zero_or_duplicate_chunks_during_replace(store):
+    store.ingest(_doc("live.md", ["version zero alpha", "version zero beta"]))
+    flt = SearchFilter(acl_groups=None, doc_ids=("test:live.md",))
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            hits = store.lexical.search("version", 10, flt)
+            seen.append(len({h.id for h in hits}) if len(hits) == len({h.id for h in hits}) else -1)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for n in range(1, 8):
+            store.ingest(_doc("live.md", [f"version {n} alpha", f"version {n} beta"]))
+    finally:
+        stop.set()
+        t.join()
+    assert seen and set(seen) == {2}
