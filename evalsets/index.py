@@ -1,0 +1,103 @@
+"""The evaluation index: a Store home of its own, keyed by the corpus content hash.
+
+It lives under ``<home>/eval/<hash>`` (never the user's index) and is reused as long as
+the corpus, the embedding model and the engine backends are the same: a second run of
+the same evaluation skips ingestion. A home without the completion marker (an ingestion
+that was interrupted) is discarded and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval.records import Record
+from retrieval.settings import RetrievalSettings
+
+# Bump when the way the harness turns data into records changes: old indexes are stale.
+HARNESS_VERSION = "1"
+MARKER = "eval-index.json"
+
+
+def corpus_hash(records: Sequence[Record], settings: RetrievalSettings) -> str:
+    h = hashlib.sha256()
+    for part in (
+        HARNESS_VERSION,
+        settings.embedding_model,
+        settings.lexical_backend,
+        settings.dense_backend,
+        str(settings.chunk_tokens),
+        str(settings.chunk_overlap_tokens),
+    ):
+        h.update(part.encode("utf-8") + b"\0")
+    for rec in sorted(records, key=lambda r: r.id):
+        h.update(
+            json.dumps(
+                [rec.id, rec.source, rec.text, rec.timestamp.isoformat(), rec.metadata],
+                sort_keys=True,
+                default=str,
+            ).encode("utf-8")
+        )
+        h.update(b"\0")
+    return h.hexdigest()[:20]
+
+
+@dataclass
+class EvalIndex:
+    store: Any  # retrieval.store.Store
+    home: Path
+    reused: bool
+    digest: str
+
+
+def eval_settings(base: RetrievalSettings | None, digest: str) -> tuple[RetrievalSettings, Path]:
+    base = base or RetrievalSettings()
+    home = base.home / "eval" / digest
+    # Server backends share one namespace with the user's data: prefix it per corpus.
+    settings = base.model_copy(
+        update={
+            "home": home,
+            "es_index_prefix": f"{base.es_index_prefix}-eval-{digest[:12]}",
+            "qdrant_collection_prefix": f"{base.qdrant_collection_prefix}-eval-{digest[:12]}",
+        }
+    )
+    return settings, home
+
+
+def open_eval_index(
+    records: Sequence[Record],
+    dataset: str,
+    base: RetrievalSettings | None = None,
+    progress: Any = None,
+) -> EvalIndex:
+    """Open (and fill, unless an identical corpus is already indexed) the eval index."""
+    from retrieval.store import Store
+
+    base = base or RetrievalSettings()
+    digest = corpus_hash(records, base)
+    settings, home = eval_settings(base, digest)
+    marker = home / MARKER
+    reused = marker.is_file()
+    if home.exists() and not reused:
+        shutil.rmtree(home)  # an interrupted ingestion: start over rather than trust it
+    home.mkdir(parents=True, exist_ok=True)
+    store = Store.open(settings, home=home)
+    if not reused:
+        try:
+            report = store.ingest(list(records), progress=progress)
+        except BaseException:
+            store.close()
+            raise
+        failed = int(getattr(report, "failed", 0) or 0)
+        marker.write_text(
+            json.dumps(
+                {"dataset": dataset, "records": len(records), "failed": failed},
+                indent=2,
+            )
+        )
+    return EvalIndex(store=store, home=home, reused=reused, digest=digest)
