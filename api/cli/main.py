@@ -19,6 +19,7 @@ app = typer.Typer(
 # Each module defines `register(app)`; one line per area.
 _AREAS = [
     "api.cli.index",
+    "api.cli.eval",
 ]
 
 
