@@ -62,24 +62,26 @@ def rec(
 
 # -- engines under test --
 
-EngineMaker = Callable[[], DenseEngine]
+# Both adapters also offer ids_for_doc (not part of the DenseEngine protocol).
+AnyDense = EdgeDenseEngine | QdrantServerDenseEngine
+EngineMaker = Callable[[], AnyDense]
 
 
 @pytest.fixture(params=["edge", "qdrant-local", "qdrant-server"])
 def make_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EngineMaker]:
     """A factory that opens the engine on the same storage each call (for reopen tests)."""
-    opened: list[DenseEngine] = []
+    opened: list[AnyDense] = []
     cleanup: list[Callable[[], None]] = []
     kind = request.param
 
     if kind == "edge":
 
-        def make() -> DenseEngine:
+        def make() -> AnyDense:
             return EdgeDenseEngine(tmp_path / "shard", DIM)
 
     elif kind == "qdrant-local":
 
-        def make() -> DenseEngine:
+        def make() -> AnyDense:
             client = QdrantClient(path=str(tmp_path / "local"))
             return QdrantServerDenseEngine(client, "chunks", DIM, owns_client=True)
 
@@ -89,13 +91,17 @@ def make_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engi
             pytest.skip("WAYPOINT_QDRANT_URL not set: no Qdrant server to test against")
         collection = f"waypoint_test_{uuid.uuid4().hex[:12]}"
         client = QdrantClient(url=url, api_key=os.environ.get("WAYPOINT_QDRANT_API_KEY"))
-        cleanup.append(lambda: client.delete_collection(collection))
+
+        def drop() -> None:
+            client.delete_collection(collection)
+
+        cleanup.append(drop)
         cleanup.append(client.close)
 
-        def make() -> DenseEngine:
+        def make() -> AnyDense:
             return QdrantServerDenseEngine(client, collection, DIM)
 
-    def tracked() -> DenseEngine:
+    def tracked() -> AnyDense:
         engine = make()
         opened.append(engine)
         return engine
@@ -108,20 +114,20 @@ def make_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engi
 
 
 @pytest.fixture
-def engine(make_engine: EngineMaker) -> DenseEngine:
+def engine(make_engine: EngineMaker) -> AnyDense:
     return make_engine()
 
 
 # -- cases --
 
 
-def test_is_a_dense_engine(engine: DenseEngine) -> None:
+def test_is_a_dense_engine(engine: AnyDense) -> None:
     assert isinstance(engine, DenseEngine)
     assert engine.count() == 0
     assert engine.search(unit(np.ones(DIM)), 5, ALL) == []
 
 
-def test_nearest_first_with_record_intact(engine: DenseEngine, rng: np.random.Generator) -> None:
+def test_nearest_first_with_record_intact(engine: AnyDense, rng: np.random.Generator) -> None:
     query = rng.normal(size=DIM)
     # Increasing noise: r0 is nearest to the query, r4 farthest.
     noise = rng.normal(size=DIM)
@@ -144,7 +150,7 @@ def test_nearest_first_with_record_intact(engine: DenseEngine, rng: np.random.Ge
     assert top.metadata["heading_path"] == ["A", "0"]
 
 
-def test_acl_filter_is_inside_the_query(engine: DenseEngine, rng: np.random.Generator) -> None:
+def test_acl_filter_is_inside_the_query(engine: AnyDense, rng: np.random.Generator) -> None:
     query = rng.normal(size=DIM)
     secret = rec("fin:budget#0", "budget 2024", acl=["finance"])
     open_ = rec("wiki:howto#0", "how to", acl=["eng"])
@@ -163,7 +169,7 @@ def test_acl_filter_is_inside_the_query(engine: DenseEngine, rng: np.random.Gene
     assert {h.id for h in engine.search(unit(query), 10, ALL)} == {secret.id, open_.id}
 
 
-def test_source_doc_and_time_filters(engine: DenseEngine, rng: np.random.Generator) -> None:
+def test_source_doc_and_time_filters(engine: AnyDense, rng: np.random.Generator) -> None:
     day = timedelta(days=1)
     records = [
         rec("wiki:a#0", source="wiki", ts=T0),
@@ -190,7 +196,7 @@ def test_source_doc_and_time_filters(engine: DenseEngine, rng: np.random.Generat
     assert ids(pub([], sources=("wiki",), time_from=T0 + day)) == {"wiki:a#1"}
 
 
-def test_reupsert_same_id_replaces(engine: DenseEngine, rng: np.random.Generator) -> None:
+def test_reupsert_same_id_replaces(engine: AnyDense, rng: np.random.Generator) -> None:
     old_vec, new_vec = unit(rng.normal(size=DIM)), unit(rng.normal(size=DIM))
     engine.upsert([rec("wiki:a#0", "old"), rec("wiki:b#0", "other")], [old_vec, new_vec])
     engine.upsert([rec("wiki:a#0", "new", acl=["eng"])], [new_vec])
@@ -204,7 +210,7 @@ def test_reupsert_same_id_replaces(engine: DenseEngine, rng: np.random.Generator
     assert [h.id for h in public_hits] == ["wiki:b#0"]
 
 
-def test_get_keeps_order_and_skips_missing(engine: DenseEngine, rng: np.random.Generator) -> None:
+def test_get_keeps_order_and_skips_missing(engine: AnyDense, rng: np.random.Generator) -> None:
     records = [rec(f"wiki:a#{i}") for i in range(3)]
     engine.upsert(records, [unit(rng.normal(size=DIM)) for _ in records])
 
@@ -214,7 +220,7 @@ def test_get_keeps_order_and_skips_missing(engine: DenseEngine, rng: np.random.G
     assert engine.get([]) == []
 
 
-def test_ids_for_doc_in_chunk_order(engine: DenseEngine, rng: np.random.Generator) -> None:
+def test_ids_for_doc_in_chunk_order(engine: AnyDense, rng: np.random.Generator) -> None:
     records = [rec(f"wiki:a#{i}") for i in (10, 2, 0, 1)] + [rec("wiki:b#0")]
     engine.upsert(records, [unit(rng.normal(size=DIM)) for _ in records])
 
@@ -222,7 +228,7 @@ def test_ids_for_doc_in_chunk_order(engine: DenseEngine, rng: np.random.Generato
     assert engine.ids_for_doc("wiki:zzz") == []
 
 
-def test_delete_and_delete_source(engine: DenseEngine, rng: np.random.Generator) -> None:
+def test_delete_and_delete_source(engine: AnyDense, rng: np.random.Generator) -> None:
     records = [
         rec("wiki:a#0", source="wiki"),
         rec("wiki:a#1", source="wiki"),
@@ -241,7 +247,7 @@ def test_delete_and_delete_source(engine: DenseEngine, rng: np.random.Generator)
     assert [h.id for h in engine.search(query, 10, ALL)] == ["wiki:a#0"]
 
 
-def test_bad_batches_are_rejected_before_writing(engine: DenseEngine) -> None:
+def test_bad_batches_are_rejected_before_writing(engine: AnyDense) -> None:
     with pytest.raises(ValueError, match="2 records but 1 vectors"):
         engine.upsert([rec("wiki:a#0"), rec("wiki:a#1")], [[1.0] * DIM])
     with pytest.raises(ValueError, match="dimensions"):
@@ -278,7 +284,7 @@ def test_reopen_with_other_dim_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_reader_never_sees_a_document_missing_or_doubled(
-    engine: DenseEngine, rng: np.random.Generator
+    engine: AnyDense, rng: np.random.Generator
 ) -> None:
     chunks = 6
     doc = [f"wiki:live#{i}" for i in range(chunks)]
