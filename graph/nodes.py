@@ -1,0 +1,342 @@
+"""The nodes of the loop: plan -> execute -> fuse -> rerank -> assess -> (plan | synthesize).
+
+Each node is ``async def node(state, runtime)`` returning a partial update; ``traced``
+adds the start/end events, the duration and the node's trace summary around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from graph.citations import verify_citations
+from graph.context import RunContext
+from graph.extractive import extractive_answer
+from graph.models import BoundName, RunOptions
+from graph.policies.base import View
+from graph.state import ResearchState
+from retrieval.fusion import rrf_fuse
+from tools.evidence import Evidence
+from tools.executor import CallOutcome, ToolCall
+
+Node = Callable[[ResearchState, Runtime[RunContext]], Awaitable[dict[str, Any]]]
+_TOP_IN_TRACE = 10
+
+
+def traced(name: str) -> Callable[[Node], Node]:
+    def wrap(fn: Node) -> Node:
+        @functools.wraps(fn)
+        async def node(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+            sink = runtime.context.sink
+            round_no = state.get("round", 0) + (1 if name == "plan" else 0)
+            await sink.emit("node_start", node=name, round=round_no)
+            started = time.perf_counter()
+            update = await fn(state, runtime)
+            took = time.perf_counter() - started
+            summary = update.pop("_summary", {})
+            await sink.emit(
+                "node_end", node=name, round=round_no, duration_ms=round(took * 1000, 1), **summary
+            )
+            update["elapsed_s"] = took
+            update["trace"] = [
+                {"node": name, "round": round_no, "ms": round(took * 1000, 1), **summary}
+            ]
+            return update
+
+        return node
+
+    return wrap
+
+
+def options_of(state: ResearchState) -> RunOptions:
+    return RunOptions.model_validate(state["options"])
+
+
+def pool_ranked(state: ResearchState) -> list[Evidence]:
+    pool = state.get("pool") or {}
+    order = [r["id"] for r in state.get("ranking") or [] if r["id"] in pool]
+    rest = sorted(set(pool) - set(order))
+    return [Evidence.model_validate(pool[i]) for i in [*order, *rest]]
+
+
+def view_of(state: ResearchState, ctx: RunContext, new_ids: list[str] | None = None) -> View:
+    return View(
+        question=state["question"],
+        round=state.get("round", 0),
+        options=options_of(state),
+        ranked=pool_ranked(state),
+        new_ids=new_ids or [],
+        done_calls=set(state.get("done_calls") or []),
+        policy_state=dict(state.get("policy_state") or {}),
+        catalog=ctx.executor.catalog,
+        titles=ctx.tools.title_index(),
+        project=(state.get("caller") or {}).get("project"),
+        scores={r["id"]: r["score"] for r in state.get("ranking") or []},
+    )
+
+
+@traced("plan")
+async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    round_no = state.get("round", 0) + 1
+    opts = options_of(state)
+    update: dict[str, Any] = {"round": round_no, "next_calls": []}
+    warnings: list[str] = []
+    if round_no == 1:
+        step = await ctx.policy.plan(view_of(state, ctx))
+        calls = step.calls
+        update["policy_state"] = step.policy_state
+        update["tokens"] = state.get("tokens", 0) + step.tokens
+        warnings += step.warnings
+    else:
+        calls = [ToolCall.model_validate(c) for c in state.get("next_calls") or []]
+    done = set(state.get("done_calls") or [])
+    fresh: list[ToolCall] = []
+    for call in calls:
+        if call.key() not in done and call.key() not in {c.key() for c in fresh}:
+            fresh.append(call)
+    remaining = opts.max_tool_calls - state.get("tool_calls", 0)
+    if len(fresh) > remaining:
+        fresh = fresh[: max(remaining, 0)]
+        update["bound_hit"] = "max_tool_calls"
+        warnings.append(f"max_tool_calls ({opts.max_tool_calls}) reached: some calls were skipped")
+    update["plan"] = [c.model_dump() for c in fresh]
+    update["warnings"] = warnings
+    await ctx.sink.emit(
+        "plan",
+        node="plan",
+        round=round_no,
+        calls=[{"tool": c.tool, "args": c.args, "reason": c.reason} for c in fresh],
+    )
+    update["_summary"] = {"calls": len(fresh)}
+    return update
+
+
+def route_after_plan(state: ResearchState) -> Literal["execute", "synthesize"]:
+    return "execute" if state.get("plan") else "synthesize"
+
+
+@traced("execute")
+async def execute(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    round_no = state["round"]
+    calls = [ToolCall.model_validate(c) for c in state.get("plan") or []]
+    for c in calls:
+        await ctx.sink.emit("tool_call", node="execute", round=round_no, tool=c.tool, args=c.args)
+    outcomes = await ctx.executor.run(calls, ctx.tools, round_no)
+    warnings: list[str] = []
+    for o in outcomes:
+        await ctx.sink.emit(
+            "tool_result",
+            node="execute",
+            round=round_no,
+            tool=o.call.tool,
+            query=o.call.query,
+            ok=o.ok,
+            error=o.error,
+            attempts=o.attempts,
+            duration_ms=round(o.duration_ms, 1),
+            results=[{"id": e.id, "title": e.title, "score": e.score} for e in o.evidence],
+            detail=o.detail,
+        )
+        if not o.ok:
+            warnings.append(f"degraded leg: {o.call.tool}({o.call.query!r}) failed: {o.error}")
+        warnings += [f"{o.call.tool}: {w}" for w in o.warnings]
+    return {
+        "outcomes": [o.model_dump(mode="json") for o in outcomes],
+        "done_calls": [c.key() for c in calls],
+        "tool_calls": state.get("tool_calls", 0) + len(calls),
+        "warnings": warnings,
+        "_summary": {"calls": len(calls), "failed": sum(not o.ok for o in outcomes)},
+    }
+
+
+@traced("fuse")
+async def fuse(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    outcomes = [CallOutcome.model_validate(o) for o in state.get("outcomes") or []]
+    rankings = {
+        f"{i}:{o.call.tool}:{o.call.query}": [e.id for e in o.evidence]
+        for i, o in enumerate(outcomes)
+        if o.ok
+    }
+    fused = rrf_fuse(rankings)
+    found: dict[str, dict[str, Any]] = {}
+    for o in outcomes:
+        for e in o.evidence:
+            item = e.model_dump(mode="json")
+            if e.id in found:  # the same passage from two calls of this round
+                found[e.id]["provenance"] += item["provenance"]
+            else:
+                found[e.id] = item
+    before = state.get("pool") or {}
+    entered = [f.id for f in fused if f.id not in before]
+    await runtime.context.sink.emit(
+        "evidence",
+        node="fuse",
+        round=state["round"],
+        entered=[{"id": i, "title": found[i]["title"]} for i in entered],
+        fused=[{"id": f.id, "score": round(f.score, 5)} for f in fused[:_TOP_IN_TRACE]],
+        pool_size=len(set(before) | set(found)),
+    )
+    return {
+        "pool": found,
+        "round_ranking": [{"id": f.id, "score": f.score} for f in fused],
+        "_summary": {"found": len(found), "entered": len(entered)},
+    }
+
+
+@traced("rerank")
+async def rerank(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    view = view_of(state, ctx)
+    ranked = ctx.policy.rank(view)
+    budget = view.options.budget
+    old_top = [r["id"] for r in (state.get("ranking") or [])[:budget]]
+    new_top = [i for i, _ in ranked[:budget]]
+    await ctx.sink.emit(
+        "evidence",
+        node="rerank",
+        round=state["round"],
+        top=[{"id": i, "score": round(s, 4)} for i, s in ranked[:budget]],
+        entered_top=[i for i in new_top if i not in old_top],
+        left_top=[i for i in old_top if i not in new_top],
+    )
+    return {
+        "ranking": [{"id": i, "score": s} for i, s in ranked],
+        "_summary": {"pool": len(ranked)},
+    }
+
+
+def _bound(state: ResearchState, opts: RunOptions) -> BoundName | None:
+    if state.get("round", 0) >= opts.max_rounds:
+        return "max_rounds"
+    if state.get("tool_calls", 0) >= opts.max_tool_calls:
+        return "max_tool_calls"
+    if state.get("elapsed_s", 0.0) >= opts.wall_time_s:
+        return "wall_time"
+    if state.get("tokens", 0) >= opts.max_tokens:
+        return "max_tokens"
+    return None
+
+
+@traced("assess")
+async def assess(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    opts = options_of(state)
+    new_ids = [r["id"] for r in state.get("round_ranking") or []]
+    step = await ctx.policy.assess(view_of(state, ctx, new_ids))
+    verdict = step.verdict
+    update: dict[str, Any] = {
+        "verdicts": [{"round": state["round"], **verdict.model_dump(mode="json")}],
+        "next_calls": [c.model_dump() for c in verdict.next_calls],
+        "tokens": state.get("tokens", 0) + step.tokens,
+        "warnings": list(step.warnings),
+    }
+    if step.policy_state:
+        update["policy_state"] = step.policy_state
+    bound = None
+    if verdict.decision != "enough":
+        bound = _bound({**state, "tokens": update["tokens"]}, opts)  # type: ignore[typeddict-item]
+        if bound is not None:
+            update["bound_hit"] = bound
+            update["warnings"].append(
+                f"stopped at bound {bound}: answering from the evidence gathered so far"
+            )
+    await ctx.sink.emit(
+        "round",
+        node="assess",
+        round=state["round"],
+        decision=verdict.decision,
+        reason=verdict.reason,
+        missing=verdict.missing,
+        next_calls=[{"tool": c.tool, "args": c.args} for c in verdict.next_calls],
+        bound_hit=bound,
+    )
+    update["_summary"] = {"decision": verdict.decision, "bound_hit": bound}
+    return update
+
+
+def route_after_assess(state: ResearchState) -> Literal["plan", "synthesize"]:
+    verdict = (state.get("verdicts") or [{}])[-1]
+    if verdict.get("decision") == "enough" or state.get("bound_hit"):
+        return "synthesize"
+    return "plan" if state.get("next_calls") else "synthesize"
+
+
+@traced("synthesize")
+async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    opts = options_of(state)
+    question = state["question"]
+    chosen = pool_ranked(state)[: opts.budget]
+    # Permission is checked again here: nothing unauthorised reaches synthesis or a citation.
+    allowed = await asyncio.to_thread(
+        ctx.tools.store.get_records, [e.id for e in chosen], ctx.tools.flt
+    )
+    allowed_ids = {r.id for r in allowed}
+    warnings: list[str] = []
+    if len(allowed_ids) < len(chosen):
+        warnings.append(
+            f"{len(chosen) - len(allowed_ids)} evidence item(s) failed the permission re-check"
+        )
+    evidence = [e for e in chosen if e.id in allowed_ids]
+
+    async def on_token(delta: str) -> None:
+        await ctx.sink.emit("token", node="synthesize", round=state.get("round", 0), text=delta)
+
+    try:
+        answer = await ctx.policy.synthesize(question, evidence, on_token)
+    except Exception as exc:  # noqa: BLE001 - any policy failure falls back, and says so
+        answer = extractive_answer(
+            question, evidence, note=f"synthesis failed ({type(exc).__name__}): extractive answer"
+        )
+    if not answer.streamed:
+        for line in answer.text.splitlines(keepends=True):
+            await on_token(line)
+    text, citations, removed = verify_citations(answer.text, evidence, allowed_ids)
+    if removed:
+        warnings.append(f"removed {len(removed)} unresolvable citation(s): {' '.join(removed)}")
+    for c in citations:
+        await ctx.sink.emit(
+            "citation", node="synthesize", n=c.n, evidence_id=c.evidence_id, title=c.title
+        )
+    all_warnings = [*(state.get("warnings") or []), *answer.warnings, *warnings]
+    result = {
+        "run_id": state["run_id"],
+        "question": question,
+        "mode": opts.mode,
+        "answer": text,
+        "answerable": answer.answerable,
+        "citations": [c.model_dump(mode="json") for c in citations],
+        "evidence": [e.model_dump(mode="json") for e in evidence],
+        "removed_citations": removed,
+        "warnings": list(dict.fromkeys(all_warnings)),
+        "bound_hit": state.get("bound_hit"),
+        "rounds": state.get("round", 0),
+        "tool_calls": state.get("tool_calls", 0),
+        "usage": {
+            "tokens": state.get("tokens", 0) + answer.tokens,
+            "elapsed_s": round(state.get("elapsed_s", 0.0), 3),
+            "pool_size": len(state.get("pool") or {}),
+            "policy": ctx.policy.name,
+        },
+    }
+    await ctx.sink.emit(
+        "done",
+        node="synthesize",
+        round=state.get("round", 0),
+        answerable=answer.answerable,
+        bound_hit=state.get("bound_hit"),
+        citations=len(citations),
+        warnings=result["warnings"],
+    )
+    return {
+        "result": result,
+        "warnings": answer.warnings + warnings,
+        "_summary": {"evidence": len(evidence), "citations": len(citations)},
+    }

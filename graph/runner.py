@@ -1,0 +1,174 @@
+"""Researcher: run, resume and inspect research runs (the API others code against)."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from graph.builder import build_graph
+from graph.context import RunContext
+from graph.events import EventSink, OnEvent
+from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
+from graph.policies.base import Policy
+from graph.settings import GraphSettings
+from graph.trace_store import TraceStore
+from tools.context import ToolContext
+from tools.executor import ToolExecutor
+
+_RECURSION_LIMIT = 200  # super-steps; the loop's own bounds stop far earlier
+
+
+def make_policy(settings: GraphSettings) -> Policy:
+    if settings.policy == "llm":
+        from graph.policies.llm import LLMPolicy
+
+        return LLMPolicy(settings)
+    from graph.policies.rule import RulePolicy
+
+    return RulePolicy()
+
+
+class UnknownRun(KeyError):
+    pass
+
+
+class Researcher:
+    def __init__(
+        self,
+        store: Any,
+        settings: GraphSettings | None = None,
+        checkpointer_path: Path | None = None,
+        policy: Policy | None = None,
+        search_fn: Any = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings or GraphSettings()
+        home = Path(getattr(getattr(store, "settings", None), "home", None) or ".waypoint")
+        self.checkpoint_path = checkpointer_path or home / "runs.sqlite"
+        self.traces = TraceStore(self.checkpoint_path.with_name("traces.sqlite"))
+        self.policy = policy or make_policy(self.settings)
+        self.search_fn = search_fn  # None: retrieval.pipeline.hybrid_search
+        self.executor = ToolExecutor(
+            max_concurrency=self.settings.max_concurrency,
+            timeout_s=self.settings.tool_timeout_s,
+            max_retries=self.settings.tool_max_retries,
+        )
+
+    def close(self) -> None:
+        self.traces.close()
+
+    # -- running --
+
+    async def run(
+        self,
+        question: str,
+        caller: Caller,
+        options: RunOptions,
+        run_id: str | None = None,
+        on_event: OnEvent | None = None,
+    ) -> ResearchResult:
+        question = question.strip()
+        if not question:
+            raise ValueError("the question is empty")
+        run_id = run_id or uuid.uuid4().hex
+        run_input = {
+            "run_id": run_id,
+            "question": question,
+            "caller": caller.model_dump(),
+            "options": options.model_dump(),
+        }
+        self.traces.create_run(run_id, caller.user, question, run_input)
+        sink = EventSink(run_id, self.traces, on_event)
+        await sink.emit(
+            "metadata",
+            question=question,
+            user=caller.user,
+            project=caller.project,
+            mode=options.mode,
+            options=options.model_dump(),
+            policy=self.policy.name,
+        )
+        return await self._drive(run_input, run_input, sink)
+
+    async def resume(self, run_id: str, on_event: OnEvent | None = None) -> ResearchResult:
+        """Continue a run from its last checkpoint (pool intact, no round repeated)."""
+        run_input = self.traces.run_input(run_id)
+        if run_input is None:
+            raise UnknownRun(run_id)
+        done = self.get_result(run_id)
+        if done is not None:
+            return done
+        sink = EventSink(run_id, self.traces, on_event)
+        await sink.emit("metadata", resumed=True, question=run_input["question"])
+        return await self._drive(None, run_input, sink)
+
+    async def _drive(
+        self, graph_input: dict[str, Any] | None, run_input: dict[str, Any], sink: EventSink
+    ) -> ResearchResult:
+        run_id = run_input["run_id"]
+        caller = Caller.model_validate(run_input["caller"])
+        options = RunOptions.model_validate(run_input["options"])
+        tools = ToolContext.for_caller(
+            self.store, caller.groups, caller.project, default_k=options.k
+        )
+        tools.search_fn = self.search_fn
+        context = RunContext(tools=tools, executor=self.executor, policy=self.policy, sink=sink)
+        config: dict[str, Any] = {
+            "configurable": {"thread_id": run_id},
+            "recursion_limit": _RECURSION_LIMIT,
+        }
+        try:
+            async with self._checkpointer() as saver:
+                graph = build_graph(saver)
+                if graph_input is None:
+                    snapshot = await graph.aget_state(config)
+                    if not snapshot.values:  # killed before the first checkpoint
+                        graph_input = {
+                            k: run_input[k] for k in ("run_id", "question", "caller", "options")
+                        }
+                out = await graph.ainvoke(
+                    graph_input, config=config, context=context, durability="sync"
+                )
+            result = ResearchResult.model_validate(out["result"])
+        except Exception as exc:
+            await sink.emit("error", error=f"{type(exc).__name__}: {exc}")
+            self.traces.set_status(run_id, "failed")
+            raise
+        self.traces.finish_run(run_id, "done", result.model_dump(mode="json"))
+        return result
+
+    @contextlib.asynccontextmanager
+    async def _checkpointer(self) -> AsyncIterator[Any]:
+        url = self.settings.checkpoint_url
+        if url:
+            try:
+                from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+            except ImportError as exc:
+                raise RuntimeError(
+                    "WAYPOINT_CHECKPOINT_URL needs the optional dependency "
+                    "langgraph-checkpoint-postgres (pip install 'waypoint[postgres]')"
+                ) from exc
+            async with AsyncPostgresSaver.from_conn_string(url) as saver:
+                await saver.setup()
+                yield saver
+            return
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+        async with AsyncSqliteSaver.from_conn_string(str(self.checkpoint_path)) as saver:
+            yield saver
+
+    # -- inspecting --
+
+    def get_trace(self, run_id: str) -> list[TraceEvent]:
+        return self.traces.events(run_id)
+
+    def list_runs(self, user: str) -> list[dict[str, Any]]:
+        return self.traces.list_runs(user)
+
+    def get_result(self, run_id: str) -> ResearchResult | None:
+        data = self.traces.result(run_id)
+        return ResearchResult.model_validate(data) if data else None

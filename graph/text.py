@@ -1,0 +1,86 @@
+"""Small text utilities shared by the rule policy, ranking and extractive synthesis."""
+
+from __future__ import annotations
+
+import re
+
+STOPWORDS = frozenset(
+    """a an the of in on at to for by with from and or but not no nor is are was were be been
+    being am do does did done has have had having will would shall should can could may might
+    must this that these those it its itself he him his she her hers they them their theirs we
+    us our you your i me my mine as than then so such there here what which who whom whose when
+    where why how whether if into onto out over under about after before between both each
+    either neither all any some same other another more most less least very also only just
+    one ones first name named called known also get got make made many much same located
+    situated based""".split()
+)
+# Words that ask rather than describe (kept out of coverage checks).
+QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
+
+_WORD = re.compile(r"[\w'’]+", re.UNICODE)
+_SENT = re.compile(r"(?<=[.!?])[\"'”)]*\s+(?=[A-Z0-9\"'“(])")
+_PROPER = re.compile(
+    r"\b([A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|du|la|le|del|der|&)?\s*[A-Z0-9][\w'’.-]*)*)"
+)
+
+
+def words(text: str) -> list[str]:
+    return [w.casefold().strip("'’") for w in _WORD.findall(text)]
+
+
+def stem(word: str) -> str:
+    """A light plural/possessive fold so 'films' meets 'film' (no stemmer dependency)."""
+    for suffix in ("'s", "’s"):
+        if word.endswith(suffix):
+            word = word[: -len(suffix)]
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """Content terms: lowercased, stemmed lightly, no stopwords, order kept, no repeats."""
+    out: list[str] = []
+    for w in words(text):
+        if w in STOPWORDS or (len(w) < 2 and not w.isdigit()):
+            continue
+        s = stem(w)
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT.split(text) if s.strip()]
+
+
+def proper_phrases(text: str) -> list[str]:
+    """Capitalised multi-word names ('Mountrail County', 'Tim Burton'), first-seen order."""
+    out: list[str] = []
+    for m in _PROPER.finditer(text):
+        phrase = m.group(1).strip(" .-")
+        first = phrase.split()[0].casefold() if phrase else ""
+        if not phrase or (first in STOPWORDS and len(phrase.split()) == 1):
+            continue
+        if phrase not in out:
+            out.append(phrase)
+    return out
+
+
+def key_terms(question: str) -> list[str]:
+    """The terms a grounded answer cannot do without: names and numbers/ids.
+
+    Capitalised phrases (minus a sentence-initial question word) and tokens with digits;
+    the rest of a question ("which position was held...") is phrasing, not content.
+    """
+    out: list[str] = []
+    for phrase in proper_phrases(question):
+        for t in terms(phrase):
+            if t not in QUESTION_WORDS and t not in out:
+                out.append(t)
+    for w in words(question):
+        if any(c.isdigit() for c in w) and w not in out:
+            out.append(w)
+    return out

@@ -1,0 +1,126 @@
+"""Runs and their trace events, persisted beside the checkpoints (SQLite, one file).
+
+Writes are tiny and synchronous; a lock keeps them safe from the worker threads the tools
+use. Readers (``waypoint trace``, the HTTP layer) open the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from graph.models import TraceEvent
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    user TEXT NOT NULL,
+    question TEXT NOT NULL,
+    created REAL NOT NULL,
+    status TEXT NOT NULL,
+    input TEXT NOT NULL,
+    result TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_user ON runs(user, created);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    ts REAL NOT NULL,
+    node TEXT,
+    round INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
+
+class TraceStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def create_run(self, run_id: str, user: str, question: str, run_input: dict[str, Any]) -> None:
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT INTO runs (run_id, user, question, created, status, input) "
+                "VALUES (?, ?, ?, ?, 'running', ?)",
+                (run_id, user, question, time.time(), json.dumps(run_input)),
+            )
+
+    def run_input(self, run_id: str) -> dict[str, Any] | None:
+        row = self._one("SELECT input FROM runs WHERE run_id = ?", (run_id,))
+        return json.loads(row[0]) if row else None
+
+    def finish_run(self, run_id: str, status: str, result: dict[str, Any] | None) -> None:
+        with self._lock, self._db:
+            self._db.execute(
+                "UPDATE runs SET status = ?, result = ? WHERE run_id = ?",
+                (status, json.dumps(result) if result is not None else None, run_id),
+            )
+
+    def set_status(self, run_id: str, status: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("UPDATE runs SET status = ? WHERE run_id = ?", (status, run_id))
+
+    def result(self, run_id: str) -> dict[str, Any] | None:
+        row = self._one("SELECT result FROM runs WHERE run_id = ?", (run_id,))
+        return json.loads(row[0]) if row and row[0] else None
+
+    def list_runs(self, user: str) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT run_id, question, created, status FROM runs WHERE user = ? "
+                "ORDER BY created DESC",
+                (user,),
+            ).fetchall()
+        return [
+            dict(zip(("run_id", "question", "created", "status"), r, strict=True)) for r in rows
+        ]
+
+    def next_seq(self, run_id: str) -> int:
+        row = self._one("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,))
+        return int(row[0]) + 1 if row else 1
+
+    def append(self, event: TraceEvent) -> None:
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT INTO events (run_id, seq, type, ts, node, round, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    event.run_id,
+                    event.seq,
+                    event.type,
+                    event.ts,
+                    event.node,
+                    event.round,
+                    json.dumps(event.data, default=str),
+                ),
+            )
+
+    def events(self, run_id: str) -> list[TraceEvent]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, type, ts, node, round, data FROM events WHERE run_id = ? ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+        return [
+            TraceEvent(run_id=run_id, seq=s, type=t, ts=ts, node=n, round=r, data=json.loads(d))
+            for s, t, ts, n, r, d in rows
+        ]
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        with self._lock:
+            row = self._db.execute(sql, params).fetchone()
+        return tuple(row) if row else None
