@@ -16,9 +16,10 @@ What it does and why:
   so an upsert of an existing id is one ``index`` op that replaces it. Elasticsearch has no
   multi-document transactions: a concurrent reader may see a bulk half applied, but never
   two versions of one record.
-* ``doc_freq``: each term is analysed with the index's own ``text`` analyzer
-  (``indices.analyze``) and counted with a ``_count`` of a ``term`` query. That is exact
-  over live documents and costs one request per distinct analysed term (bounded).
+* ``doc_freq``: terms are analysed with the index's own ``text`` analyzer
+  (``indices.analyze``) and each analysed term is counted by a size-0 ``term`` search,
+  batched in ``_msearch``. Exact over live documents (unlike Lucene term statistics,
+  which still count deleted documents until a merge).
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ from retrieval.records import Record
 
 # Elasticsearch's default index.max_result_window: deeper pages need scrolling.
 MAX_WINDOW = 10_000
-MAX_DOC_FREQ_TERMS = 256
+MAX_DOC_FREQ_TERMS = 20_000
+ANALYZE_BATCH = 200
+MSEARCH_BATCH = 200
 MGET_BATCH = 1_000
 BULK_CHUNK = 500
 
@@ -237,21 +240,44 @@ class ElasticLexicalEngine:
     def count(self) -> int:
         return int(self.client.count(index=self.index)["count"])
 
-    def _analyse(self, text: str) -> list[str]:
+    def analyse(self, text: str) -> list[str]:
+        """The terms ``text`` is indexed as in the ``text`` field (one request)."""
+        if not text.strip():
+            return []
         response = self.client.indices.analyze(index=self.index, field="text", text=text)
         return [str(token["token"]) for token in response.get("tokens", [])]
 
     def doc_freq(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """Live-document frequency per analysed term (``_count`` per term), and the total.
+        """Live-document frequency per analysed term, and the total.
 
+        Terms are analysed by the index's own ``text`` analyzer (batched ``_analyze``
+        calls) and counted with size-0 ``term`` searches batched into ``_msearch``:
+        exact over live documents, a handful of round trips for a whole vocabulary.
         At most ``MAX_DOC_FREQ_TERMS`` distinct analysed terms are counted.
         """
         total = self.count()
-        analysed = unique(t for term in terms if term.strip() for t in self._analyse(term))
+        texts = [t for t in unique(terms) if t.strip()]
+        analysed: list[str] = []
+        for start in range(0, len(texts), ANALYZE_BATCH):
+            response = self.client.indices.analyze(
+                index=self.index, field="text", text=texts[start : start + ANALYZE_BATCH]
+            )
+            analysed.extend(str(token["token"]) for token in response.get("tokens", []))
+        vocabulary = unique(analysed)[:MAX_DOC_FREQ_TERMS]
         out: dict[str, int] = {}
-        for term in analysed[:MAX_DOC_FREQ_TERMS]:
-            response = self.client.count(index=self.index, query={"term": {"text": term}})
-            out[term] = int(response["count"])
+        for start in range(0, len(vocabulary), MSEARCH_BATCH):
+            batch = vocabulary[start : start + MSEARCH_BATCH]
+            searches: list[dict[str, Any]] = []
+            for term in batch:
+                searches.append({"index": self.index})
+                searches.append(
+                    {"size": 0, "track_total_hits": True, "query": {"term": {"text": term}}}
+                )
+            response = self.client.msearch(searches=searches)
+            for term, answer in zip(batch, response["responses"], strict=True):
+                if "error" in answer:
+                    raise RuntimeError(f"doc_freq of {term!r} failed: {answer['error']}")
+                out[term] = int(answer["hits"]["total"]["value"])
         return out, total
 
     def close(self) -> None:

@@ -46,7 +46,7 @@ ANALYZER_NAME = "waypoint_en_stem"
 # Bounds on the query we build from user text (a pasted log must not become 10k clauses).
 MAX_QUERY_TERMS = 64
 MAX_QUERY_PHRASES = 16
-MAX_DOC_FREQ_TERMS = 1024
+MAX_DOC_FREQ_TERMS = 50_000  # term-dictionary look-ups are cheap
 # Batch size for id look-ups (term-set queries).
 GET_BATCH = 1024
 
