@@ -1,0 +1,191 @@
+"""The FastAPI application: middleware, error handlers, routers and the service lifespan."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.app_version import VERSION
+from api.auth import KeyRing, RateLimiter
+from api.deps import Services
+from api.errors import error_response, install_error_handlers
+from api.logging import request_id_var
+from api.settings import ApiSettings
+from api.sources import SourceSync, load_sources_file
+from api.tasks.store import TaskStore
+from api.tasks.workers import ChangeFeed, WorkerPool
+from api.webhooks import WebhookSender
+
+log = logging.getLogger("waypoint.api")
+
+
+class RequestContextMiddleware:
+    """Request id (from ``X-Request-ID`` or new) bound for logging, and the body size cap.
+
+    The body is read up front, bounded, and replayed to the app: a client cannot make
+    the service buffer more than ``max_body_bytes``, chunked or not.
+    """
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        rid = headers.get("x-request-id", "")[:64] or uuid.uuid4().hex[:16]
+        token = request_id_var.set(rid)
+        try:
+            too_big = error_response(
+                413,
+                "payload_too_large",
+                f"request body exceeds {self.max_body_bytes} bytes",
+                field="body",
+            )
+            declared = headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+                await too_big(scope, _drain(receive), send)
+                return
+            body, more = b"", True
+            if scope["method"] in ("POST", "PUT", "PATCH"):
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    body += message.get("body", b"")
+                    more = message.get("more_body", False)
+                    if len(body) > self.max_body_bytes:
+                        await too_big(scope, receive, send)
+                        return
+                receive = _replay(body, receive)
+
+            async def send_with_id(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message.setdefault("headers", [])
+                    message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
+                await send(message)
+
+            await self.app(scope, receive, send_with_id)
+        finally:
+            request_id_var.reset(token)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: wait for the disconnect
+
+    return replay
+
+
+def _drain(receive: Receive) -> Receive:
+    async def empty() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    return empty
+
+
+ServicesFactory = Callable[[ApiSettings], Awaitable[Services]]
+
+
+async def build_services(settings: ApiSettings) -> Services:
+    """The real wiring: embedded store, researcher with its checkpointer, task store."""
+    from graph.runner import Researcher
+    from retrieval.store import Store
+
+    keys = KeyRing.from_file(settings.auth_file)
+    if not len(keys):
+        log.warning("no API keys configured (WAYPOINT_AUTH_FILE): every request will get 401")
+    tasks = TaskStore.open(settings.resolved_tasks_url())
+    settings.home.mkdir(parents=True, exist_ok=True)
+    store = Store.open(home=settings.home)
+    researcher = Researcher(store, checkpointer_path=settings.resolved_checkpoint_path())
+    return assemble(settings, keys, store, researcher, tasks)
+
+
+def assemble(
+    settings: ApiSettings, keys: KeyRing, store: Any, researcher: Any, tasks: TaskStore
+) -> Services:
+    feed = ChangeFeed()
+    sender = WebhookSender(
+        timeout_s=settings.webhook_timeout_s,
+        max_attempts=settings.webhook_max_attempts,
+        backoff_initial_s=settings.webhook_backoff_initial_s,
+        backoff_max_s=settings.webhook_backoff_max_s,
+        allow_private=settings.webhook_allow_private,
+    )
+    pool = WorkerPool(tasks, researcher, sender, keys, settings.task_workers, feed)
+    sources = SourceSync(store, tasks, load_sources_file(settings.sources_file))
+    return Services(
+        settings=settings,
+        keys=keys,
+        limiter=RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst),
+        store=store,
+        researcher=researcher,
+        tasks=tasks,
+        pool=pool,
+        feed=feed,
+        sources=sources,
+    )
+
+
+def create_app(
+    settings: ApiSettings | None = None, services_factory: ServicesFactory | None = None
+) -> FastAPI:
+    settings = settings or ApiSettings()
+    factory = services_factory or build_services
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services = await factory(settings)
+        await services.pool.start()
+        services.sources.start()
+        app.state.services = services
+        log.info("service ready", extra={"home": str(settings.home)})
+        try:
+            yield
+        finally:
+            await services.sources.stop()
+            await services.pool.stop()
+            close = getattr(services.researcher, "close", None)
+            if callable(close):
+                result = close()
+                if hasattr(result, "__await__"):
+                    await result
+            if hasattr(services.store, "close"):
+                services.store.close()
+            services.tasks.close()
+
+    app = FastAPI(
+        title="Waypoint",
+        version=VERSION,
+        description="Agentic research over your organisation's knowledge, with cited answers.",
+        lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
+    )
+    install_error_handlers(app)
+    from api.routers import answers, health, runs, search, sources, tasks, ui
+
+    for module in (health, answers, tasks, runs, search, sources, ui):
+        app.include_router(module.router)
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    return app
+
+
+def _operation_id(route: APIRoute) -> str:
+    # Stable, readable operation ids (clients generated from /openapi.json keep them).
+    return route.name

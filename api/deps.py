@@ -1,0 +1,100 @@
+"""The service container and the request dependencies (``Annotated`` aliases)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+
+from api.auth import KeyRing, Principal, RateLimiter, retry_after_header
+from api.errors import ApiError
+from api.settings import ApiSettings
+from api.tasks.store import TaskStore
+from api.tasks.workers import ChangeFeed, WorkerPool
+from graph.models import Caller
+
+
+@dataclass
+class Services:
+    """Everything a request handler may use; built once per process by the lifespan."""
+
+    settings: ApiSettings
+    keys: KeyRing
+    limiter: RateLimiter
+    store: Any  # retrieval.store.Store (or a test double with the same methods)
+    researcher: Any  # graph.runner.Researcher (or a test double)
+    tasks: TaskStore
+    pool: WorkerPool
+    feed: ChangeFeed
+    sources: Any = None  # api.sources.SourceSync
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def get_services(request: Request) -> Services:
+    services: Services | None = getattr(request.app.state, "services", None)
+    if services is None:
+        raise ApiError(503, "starting", "the service is still starting")
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def require_principal(request: Request, services: ServicesDep) -> Principal:
+    header = request.headers.get("authorization", "")
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise ApiError(
+            401,
+            "unauthorized",
+            "send an API key as 'Authorization: Bearer <key>'",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    principal = services.keys.lookup(key.strip())
+    if principal is None:
+        raise ApiError(
+            401, "unauthorized", "unknown API key", headers={"WWW-Authenticate": "Bearer"}
+        )
+    wait = services.limiter.acquire(principal.key_id)
+    if wait is not None:
+        raise ApiError(
+            429,
+            "rate_limited",
+            "too many requests for this API key; slow down",
+            headers={"Retry-After": retry_after_header(wait)},
+        )
+    request.state.principal = principal
+    return principal
+
+
+PrincipalDep = Annotated[Principal, Depends(require_principal)]
+
+
+def resolve_caller(
+    services: Services, principal: Principal, question: str, project: str | None
+) -> Caller:
+    """The caller a run acts as, after the checks that must fail before a run starts."""
+    limit = services.settings.max_question_chars
+    if len(question) > limit:
+        raise ApiError(
+            422,
+            "question_too_long",
+            f"question is {len(question)} characters; the limit is {limit}",
+            field="question",
+        )
+    if not question.strip():
+        raise ApiError(422, "invalid_request", "question is empty", field="question")
+    caller = principal.caller(project)
+    check_scope(services, caller.groups, caller.project, field="project")
+    return caller
+
+
+def check_scope(services: Services, groups: list[str], project: str | None, field: str) -> Any:
+    """Build the caller's engine filter; an unknown project is the caller's mistake (422)."""
+    from retrieval.store import StoreError
+
+    try:
+        return services.store.filter_for(groups, project)
+    except StoreError as exc:
+        raise ApiError(422, "unknown_project", str(exc), field=field) from exc

@@ -1,0 +1,110 @@
+"""One error shape for every failure: ``{"error": {"code", "message", "field"?}}``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("waypoint.api.errors")
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+class ApiError(Exception):
+    """Raised anywhere in a request; rendered as the JSON error body."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = headers or {}
+
+
+def not_found(what: str) -> ApiError:
+    # The same answer for "does not exist" and "belongs to someone else": no probing.
+    return ApiError(404, "not_found", f"{what} not found")
+
+
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, headers: dict | None = None
+) -> JSONResponse:
+    body = ErrorBody(error=ErrorDetail(code=code, message=message, field=field))
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
+
+
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "rate_limited",
+}
+
+
+def _field_of(loc: tuple[Any, ...] | list[Any]) -> str | None:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or None
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message, exc.field, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+        field = _field_of(first.get("loc", ()))
+        kind = str(first.get("type", ""))
+        if kind == "json_invalid":
+            return error_response(400, "malformed_json", "request body is not valid JSON")
+        code = "unknown_field" if kind == "extra_forbidden" else "invalid_request"
+        message = str(first.get("msg", "invalid request"))
+        if field:
+            message = f"{field}: {message}"
+        if len(errors) > 1:
+            message += f" (and {len(errors) - 1} more problem(s))"
+        return error_response(422, code, message, field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(exc.status_code, "error")
+        return error_response(
+            exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None)
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        # Logged with the traceback (and the request id); the client gets no internals.
+        log.error("unhandled error", exc_info=exc)
+        return error_response(500, "internal_error", "internal error; see the server log")

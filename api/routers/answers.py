@@ -1,0 +1,197 @@
+"""``POST /v1/answers``: one research run, as JSON or streamed as server-sent events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
+from api.errors import ApiError, ErrorBody
+from api.logging import bound
+from api.schemas import AnswerRequest
+from api.tasks.store import new_id
+from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
+
+log = logging.getLogger("waypoint.api.answers")
+router = APIRouter(prefix="/v1", tags=["answers"])
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (401, 413, 422, 429, 504)
+}
+
+
+@router.post(
+    "/answers",
+    operation_id="create_answer",
+    response_model=ResearchResult,
+    responses={
+        **_ERRORS,
+        200: {
+            "description": "The final result (JSON), or with `Accept: text/event-stream` a "
+            "stream: metadata, plan, tool_call, tool_result, evidence, round, token, "
+            "citation, then done or error; every event has an increasing id.",
+            "content": {"text/event-stream": {}},
+        },
+    },
+)
+async def create_answer(
+    body: AnswerRequest,
+    principal: PrincipalDep,
+    services: ServicesDep,
+    accept: Annotated[str | None, Header()] = None,
+) -> Any:
+    caller = resolve_caller(services, principal, body.question, body.project)
+    options = body.run_options()
+    run_id = new_id("run")
+    services.tasks.register_run(run_id, principal.user, body.question, kind="answer")
+    if accept and "text/event-stream" in accept:
+        return EventSourceResponse(
+            _stream(services, body.question, caller, options, run_id),
+            ping=services.settings.sse_ping_s,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+    with bound(run_id=run_id):
+        try:
+            result = await asyncio.wait_for(
+                services.researcher.run(body.question, caller, options, run_id=run_id),
+                timeout=services.settings.answer_timeout_s,
+            )
+        except TimeoutError as exc:
+            services.tasks.finish_run(run_id, "failed")
+            raise ApiError(
+                504,
+                "timeout",
+                "the run exceeded the service's answer timeout; "
+                "post it as a task (/v1/tasks) instead",
+            ) from exc
+        except BaseException:
+            services.tasks.finish_run(run_id, "failed")
+            raise
+    services.tasks.finish_run(run_id, "succeeded")
+    return result
+
+
+def _frame(n: int, etype: str, data: dict[str, Any]) -> ServerSentEvent:
+    return ServerSentEvent(data=json.dumps(data, default=str), event=etype, id=str(n))
+
+
+async def _stream(
+    services: Services, question: str, caller: Caller, options: RunOptions, run_id: str
+) -> AsyncIterator[ServerSentEvent]:
+    """Forward the run's events as they happen; frame them with metadata / done / error.
+
+    If the policy emitted no token or citation events (an extractive answer is built at
+    once), the answer and its citations are sent as such after the run, so a client can
+    rely on the same event sequence either way.
+    """
+    queue: asyncio.Queue[TraceEvent | None] = asyncio.Queue()
+    seen: set[str] = set()
+
+    async def on_event(event: TraceEvent) -> None:
+        await queue.put(event)
+
+    async def run() -> ResearchResult:
+        with bound(run_id=run_id):
+            try:
+                return await asyncio.wait_for(
+                    services.researcher.run(
+                        question, caller, options, run_id=run_id, on_event=on_event
+                    ),
+                    timeout=services.settings.answer_timeout_s,
+                )
+            finally:
+                await queue.put(None)
+
+    n = 1
+    yield _frame(
+        n,
+        "metadata",
+        {
+            "run_id": run_id,
+            "question": question,
+            "user": caller.user,
+            "project": caller.project,
+            "mode": options.mode,
+            "ts": time.time(),
+        },
+    )
+    runner = asyncio.create_task(run())
+    status = "failed"
+    try:
+        while (event := await queue.get()) is not None:
+            if event.type in ("metadata", "done", "error"):
+                continue  # framed by this stream itself
+            seen.add(event.type)
+            n += 1
+            yield _frame(n, event.type, event.model_dump(mode="json"))
+        try:
+            result = await runner
+        except TimeoutError:
+            n += 1
+            yield _frame(
+                n, "error", {"code": "timeout", "message": "the run exceeded the answer timeout"}
+            )
+            return
+        except Exception as exc:  # reported to the client as the stream's last event
+            log.exception("answer run failed")
+            n += 1
+            yield _frame(
+                n, "error", {"code": "run_failed", "message": f"{type(exc).__name__}: {exc}"[:500]}
+            )
+            return
+        if "token" not in seen and result.answer:
+            n += 1
+            yield _frame(
+                n,
+                "token",
+                {
+                    "run_id": run_id,
+                    "type": "token",
+                    "node": "synthesize",
+                    "data": {"text": result.answer},
+                    "synthetic": True,
+                },
+            )
+        if "citation" not in seen:
+            for citation in result.citations:
+                n += 1
+                yield _frame(
+                    n,
+                    "citation",
+                    {
+                        "run_id": run_id,
+                        "type": "citation",
+                        "node": "synthesize",
+                        "data": citation.model_dump(mode="json"),
+                        "synthetic": True,
+                    },
+                )
+        n += 1
+        status = "succeeded"
+        yield _frame(
+            n,
+            "done",
+            {
+                "run_id": run_id,
+                "answer": result.answer,
+                "answerable": result.answerable,
+                "citations": [c.model_dump(mode="json") for c in result.citations],
+                "warnings": result.warnings,
+                "bound_hit": result.bound_hit,
+                "rounds": result.rounds,
+                "tool_calls": result.tool_calls,
+                "usage": result.usage,
+            },
+        )
+    finally:
+        if not runner.done():
+            status = "cancelled"  # the client went away: stop the work it asked for
+            runner.cancel()
+        services.tasks.finish_run(run_id, status)

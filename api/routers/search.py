@@ -1,0 +1,41 @@
+"""``POST /v1/search``: one hybrid search with every stage of the pipeline, for "why was it
+(not) found". Runs under the caller's ACL and project, exactly as the research loop does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from api.deps import PrincipalDep, ServicesDep, check_scope
+from api.errors import ApiError, ErrorBody
+from api.schemas import SearchRequest
+from retrieval.search_models import SearchOptions, SearchResult
+
+router = APIRouter(prefix="/v1", tags=["search"])
+_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorBody} for c in (401, 413, 422, 429)}
+
+
+@router.post("/search", response_model=SearchResult, operation_id="search", responses=_ERRORS)
+async def search(body: SearchRequest, principal: PrincipalDep, services: ServicesDep) -> Any:
+    from retrieval.pipeline import hybrid_search
+
+    limit = services.settings.max_question_chars
+    if len(body.query) > limit:
+        raise ApiError(
+            422,
+            "query_too_long",
+            f"query is {len(body.query)} characters; the limit is {limit}",
+            field="query",
+        )
+    project = body.project or principal.project
+    flt = check_scope(services, list(principal.groups), project, field="project")
+    if body.sources is not None:
+        allowed = flt.sources
+        narrowed = tuple(s for s in body.sources if allowed is None or s in allowed)
+        flt = type(flt)(**{**flt.__dict__, "sources": narrowed})
+    options = SearchOptions.model_validate(body.model_dump(exclude={"query", "project"}))
+    try:
+        return await hybrid_search(services.store, body.query, flt, options)
+    except ValueError as exc:  # bad option combinations (e.g. an unknown leg)
+        raise ApiError(422, "invalid_search_options", str(exc)) from exc

@@ -1,0 +1,63 @@
+"""Sources: what the index holds, what can be synced, and asynchronous sync jobs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+from fastapi import APIRouter
+
+from api.deps import PrincipalDep, ServicesDep
+from api.errors import ApiError, ErrorBody, not_found
+from api.schemas import SourceJob, SourceList, SourceView
+
+router = APIRouter(prefix="/v1/sources", tags=["sources"])
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorBody} for code in codes}
+
+
+@router.get("", response_model=SourceList, operation_id="list_sources", responses=_errors(401))
+def list_sources(principal: PrincipalDep, services: ServicesDep) -> SourceList:
+    indexed: dict[str, dict[str, Any]] = {}
+    for info in services.store.sources():
+        data = asdict(info) if is_dataclass(info) else dict(info)
+        indexed[data["name"]] = data
+    names = sorted({*indexed, *services.sources.configs})
+    return SourceList(
+        items=[
+            SourceView(name=n, configured=n in services.sources.configs, indexed=indexed.get(n))
+            for n in names
+        ]
+    )
+
+
+@router.post(
+    "/{name}/sync",
+    status_code=202,
+    response_model=SourceJob,
+    operation_id="sync_source",
+    responses=_errors(401, 404, 409),
+)
+def sync_source(name: str, principal: PrincipalDep, services: ServicesDep) -> SourceJob:
+    """Start a sync of a configured connector; poll the job for its report."""
+    if name not in services.sources.configs:
+        raise not_found("configured source")
+    running = services.tasks.active_source_job(name)
+    if running is not None:
+        raise ApiError(409, "sync_in_progress", f"source {name} is already syncing (job {running})")
+    return services.sources.submit(name, principal.user)
+
+
+@router.get(
+    "/jobs/{job_id}",
+    response_model=SourceJob,
+    operation_id="get_source_job",
+    responses=_errors(401, 404),
+)
+def get_source_job(job_id: str, principal: PrincipalDep, services: ServicesDep) -> SourceJob:
+    job = services.tasks.get_source_job(job_id)
+    if job is None:
+        raise not_found("job")
+    return job

@@ -1,0 +1,221 @@
+"""Research tasks for automation: submit, poll, list, stream events, cancel."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
+from api.errors import ApiError, ErrorBody, not_found
+from api.schemas import TERMINAL, Task, TaskList, TaskRequest
+from api.webhooks import WebhookUrlError, check_destination
+
+log = logging.getLogger("waypoint.api.tasks")
+router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorBody} for code in codes}
+
+
+def _request_hash(body: TaskRequest) -> str:
+    canonical = json.dumps(body.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=Task,
+    operation_id="create_task",
+    responses=_errors(401, 409, 413, 422, 429),
+)
+async def create_task(
+    body: TaskRequest,
+    principal: PrincipalDep,
+    services: ServicesDep,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> Response:
+    """Queue a research task (202). With an ``Idempotency-Key`` the same key and body
+    replay the first response, another body gets 422, and 409 while the first request
+    is still being processed."""
+    if idempotency_key is not None:
+        claim = services.tasks.idem_begin(principal.user, idempotency_key, _request_hash(body))
+        if claim.outcome == "mismatch":
+            raise ApiError(
+                422,
+                "idempotency_key_reused",
+                "this Idempotency-Key was used with a different request body",
+                field="Idempotency-Key",
+            )
+        if claim.outcome == "in_flight":
+            raise ApiError(
+                409,
+                "idempotency_in_flight",
+                "a request with this Idempotency-Key is still being processed; retry shortly",
+                field="Idempotency-Key",
+            )
+        if claim.outcome == "replay":
+            assert claim.response is not None
+            return JSONResponse(
+                claim.response,
+                status_code=202,
+                headers={
+                    "Idempotent-Replayed": "true",
+                    "Location": f"/v1/tasks/{claim.response['id']}",
+                },
+            )
+    try:
+        task = await _create(services, principal, body)
+    except BaseException:
+        if idempotency_key is not None:
+            services.tasks.idem_abandon(principal.user, idempotency_key)
+        raise
+    payload = task.model_dump(mode="json")
+    if idempotency_key is not None:
+        services.tasks.idem_finish(principal.user, idempotency_key, payload)
+    return JSONResponse(payload, status_code=202, headers={"Location": f"/v1/tasks/{task.id}"})
+
+
+async def _create(services: Services, principal: Any, body: TaskRequest) -> Task:
+    resolve_caller(services, principal, body.question, body.project)
+    if body.webhook_url is not None:
+        if not principal.webhook_secret:
+            raise ApiError(
+                422,
+                "no_webhook_secret",
+                "this API key has no webhook_secret configured to sign webhooks",
+                field="webhook_url",
+            )
+        try:
+            await check_destination(body.webhook_url, services.settings.webhook_allow_private)
+        except WebhookUrlError as exc:
+            raise ApiError(422, "webhook_url_refused", str(exc), field="webhook_url") from exc
+    cap = services.settings.max_tasks_per_key
+    if services.tasks.count_active(principal.key_id) >= cap:
+        raise ApiError(
+            429,
+            "too_many_tasks",
+            f"this API key already has {cap} queued or running tasks",
+            headers={"Retry-After": "5"},
+        )
+    task = services.tasks.create_task(
+        principal.user, principal.key_id, body.model_dump(mode="json"), body.webhook_url
+    )
+    services.pool.notify()
+    log.info("task queued", extra={"task_id": task.id, "run_id": task.run_id})
+    return task
+
+
+@router.get("", response_model=TaskList, operation_id="list_tasks", responses=_errors(401, 422))
+def list_tasks(
+    principal: PrincipalDep,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> TaskList:
+    """The caller's tasks, newest first; follow ``next_cursor`` for older ones."""
+    if cursor is not None and not _valid_cursor(cursor):
+        raise ApiError(422, "invalid_cursor", "cursor is not one this API returned", field="cursor")
+    items, nxt = services.tasks.list_tasks(principal.user, limit, cursor)
+    return TaskList(items=items, next_cursor=nxt)
+
+
+def _valid_cursor(cursor: str) -> bool:
+    created, sep, task_id = cursor.partition(":")
+    try:
+        float(created)
+    except ValueError:
+        return False
+    return bool(sep and task_id)
+
+
+@router.get("/{task_id}", response_model=Task, operation_id="get_task", responses=_errors(401, 404))
+def get_task(task_id: str, principal: PrincipalDep, services: ServicesDep) -> Task:
+    task = services.tasks.get_task(task_id, user=principal.user)
+    if task is None:
+        raise not_found("task")
+    return task
+
+
+@router.post(
+    "/{task_id}/cancel",
+    response_model=Task,
+    operation_id="cancel_task",
+    responses=_errors(401, 404, 409),
+)
+async def cancel_task(task_id: str, principal: PrincipalDep, services: ServicesDep) -> Task:
+    task = services.tasks.get_task(task_id, user=principal.user)
+    if task is None:
+        raise not_found("task")
+    if task.status in TERMINAL or not await services.pool.cancel(task_id):
+        raise ApiError(409, "already_finished", f"task is already {task.status}")
+    latest = services.tasks.get_task(task_id, user=principal.user)
+    assert latest is not None
+    return latest
+
+
+@router.get(
+    "/{task_id}/events",
+    operation_id="task_events",
+    responses={
+        **_errors(401, 404),
+        200: {
+            "description": "SSE: replay from the start (or after Last-Event-ID), "
+            "then live until the task ends",
+            "content": {"text/event-stream": {}},
+        },
+    },
+)
+async def task_events(
+    task_id: str,
+    principal: PrincipalDep,
+    services: ServicesDep,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    if services.tasks.get_task(task_id, user=principal.user) is None:
+        raise not_found("task")
+    after = 0
+    if last_event_id:
+        if not last_event_id.isdigit():
+            raise ApiError(
+                422,
+                "invalid_last_event_id",
+                "Last-Event-ID must be an event id",
+                field="Last-Event-ID",
+            )
+        after = int(last_event_id)
+    return EventSourceResponse(
+        _follow(services, task_id, after),
+        ping=services.settings.sse_ping_s,
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+async def _follow(services: Services, task_id: str, after: int) -> AsyncIterator[ServerSentEvent]:
+    last_type = ""
+    grace = 3  # re-reads after a terminal status, for a final event still being written
+    while True:
+        events = services.tasks.events_after(task_id, after)
+        for event in events:
+            after, last_type = event["seq"], event["type"]
+            yield ServerSentEvent(
+                data=json.dumps(event, default=str), event=event["type"], id=str(event["seq"])
+            )
+        if events:
+            continue
+        row = services.tasks.task_row(task_id)
+        if row is None or row["status"] in TERMINAL:
+            if last_type in ("done", "error") or grace == 0:
+                return
+            grace -= 1
+            await services.feed.wait(0.2)
+            continue
+        await services.feed.wait(1.0)

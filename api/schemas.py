@@ -1,0 +1,166 @@
+"""Request and response models of the HTTP API (every body is one of these).
+
+Request models forbid unknown fields: a typo in an option must fail loudly, not be
+silently ignored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.errors import ErrorDetail
+from graph.models import ResearchResult, RunOptions, TraceEvent
+from retrieval.search_models import SearchOptions
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AnswerRequest(_Strict):
+    question: str = Field(min_length=1, description="The question (length capped by the server)")
+    project: str | None = Field(default=None, description="Scope; default: the key's project")
+    mode: Literal["hybrid", "iterative"] | None = None
+    max_rounds: int | None = Field(default=None, ge=1, le=10)
+
+    def run_options(self) -> RunOptions:
+        opts: dict[str, Any] = {}
+        if self.mode is not None:
+            opts["mode"] = self.mode
+        if self.max_rounds is not None:
+            opts["max_rounds"] = self.max_rounds
+        return RunOptions(**opts)
+
+
+class TaskRequest(AnswerRequest):
+    webhook_url: str | None = Field(
+        default=None, max_length=2_000, description="POSTed the signed result when done"
+    )
+
+
+TaskStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+
+
+class TaskProgress(BaseModel):
+    round: int = 0
+    tool_calls: int = 0
+    evidence: int = 0
+    events: int = 0
+
+
+class WebhookDelivery(BaseModel):
+    attempt: int
+    webhook_id: str
+    at: datetime
+    status_code: int | None = None
+    error: str | None = None
+    ok: bool
+
+
+class WebhookState(BaseModel):
+    url: str
+    state: Literal["none", "pending", "delivered", "failed"] = "none"
+    webhook_id: str | None = None
+    deliveries: list[WebhookDelivery] = Field(default_factory=list)
+
+
+class Task(BaseModel):
+    id: str
+    status: TaskStatus
+    question: str
+    project: str | None = None
+    mode: str | None = None
+    max_rounds: int | None = None
+    run_id: str
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    progress: TaskProgress = Field(default_factory=TaskProgress)
+    result: ResearchResult | None = None
+    error: ErrorDetail | None = None
+    webhook: WebhookState | None = None
+    resumed: int = Field(default=0, description="times the run resumed from its checkpoint")
+
+
+class TaskList(BaseModel):
+    items: list[Task]
+    next_cursor: str | None = Field(
+        default=None, description="pass as ?cursor= to get the next (older) page"
+    )
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    question: str
+    kind: Literal["answer", "task", "cli"] = "answer"
+    task_id: str | None = None
+    status: str
+    created_at: datetime
+    finished_at: datetime | None = None
+
+
+class RunList(BaseModel):
+    items: list[RunSummary]
+
+
+class NodeSpan(BaseModel):
+    node: str
+    round: int
+    start: float
+    end: float | None = None
+    duration_ms: float | None = None
+
+
+class RoundView(BaseModel):
+    round: int
+    plan: list[dict[str, Any]] = Field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    tool_results: list[dict[str, Any]] = Field(default_factory=list)
+    evidence: list[dict[str, Any]] = Field(default_factory=list)
+    verdicts: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class RunTrace(BaseModel):
+    run: RunSummary
+    nodes: list[NodeSpan]
+    rounds: list[RoundView]
+    events: list[TraceEvent]
+    result: ResearchResult | None = None
+
+
+class SearchRequest(SearchOptions):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    project: str | None = None
+
+
+class SourceView(BaseModel):
+    name: str
+    configured: bool = Field(description="has a connector in the sources file (can be synced)")
+    indexed: dict[str, Any] | None = Field(default=None, description="what the index holds")
+
+
+class SourceList(BaseModel):
+    items: list[SourceView]
+
+
+class SourceJob(BaseModel):
+    id: str
+    source: str
+    status: Literal["queued", "running", "succeeded", "failed"]
+    created_at: datetime
+    finished_at: datetime | None = None
+    report: dict[str, Any] | None = None
+    failures: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class Health(BaseModel):
+    status: Literal["ok", "degraded"]
+    version: str
+    checks: dict[str, str] = Field(default_factory=dict)

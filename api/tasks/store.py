@@ -1,0 +1,577 @@
+"""Durable task state in SQLite: tasks, their events, webhook deliveries, idempotency
+keys, the run ownership registry and source-sync jobs.
+
+Every write is one short transaction (WAL, ``synchronous=NORMAL``), so calls are cheap
+enough to make from the event loop. A Postgres URL is a documented setting for running
+several worker processes; only the SQLite path is implemented here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from api.schemas import (
+    TERMINAL,
+    RunSummary,
+    SourceJob,
+    Task,
+    TaskProgress,
+    WebhookDelivery,
+    WebhookState,
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    user TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    request TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    progress TEXT NOT NULL DEFAULT '{}',
+    result TEXT,
+    error TEXT,
+    resume INTEGER NOT NULL DEFAULT 0,
+    resumed INTEGER NOT NULL DEFAULT 0,
+    webhook_url TEXT,
+    webhook_state TEXT NOT NULL DEFAULT 'none',
+    webhook_id TEXT,
+    webhook_body TEXT
+);
+CREATE INDEX IF NOT EXISTS tasks_user ON tasks(user, created_at);
+CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status, created_at);
+CREATE TABLE IF NOT EXISTS task_events (
+    task_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS deliveries (
+    task_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    webhook_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    status_code INTEGER,
+    error TEXT,
+    ok INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS idempotency (
+    user TEXT NOT NULL,
+    key TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    state TEXT NOT NULL,
+    task_id TEXT,
+    response TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (user, key)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    user TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    task_id TEXT,
+    question TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    finished_at REAL
+);
+CREATE INDEX IF NOT EXISTS runs_user ON runs(user, created_at);
+CREATE TABLE IF NOT EXISTS source_jobs (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    user TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    finished_at REAL,
+    report TEXT,
+    failures TEXT,
+    error TEXT
+);
+"""
+
+
+class TasksUrlError(ValueError):
+    """WAYPOINT_TASKS_URL names a backend this build cannot open."""
+
+
+def sqlite_path_from_url(url: str) -> Path:
+    if url.startswith(("postgres://", "postgresql://")):
+        raise TasksUrlError(
+            "WAYPOINT_TASKS_URL is a Postgres URL; the Postgres task queue is not implemented "
+            "in this build: use sqlite:///path/to/tasks.sqlite (the default)"
+        )
+    if not url.startswith("sqlite:///"):
+        raise TasksUrlError(f"WAYPOINT_TASKS_URL must look like sqlite:///path, got {url!r}")
+    return Path(url.removeprefix("sqlite:///"))
+
+
+def _ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+IdemOutcome = Literal["new", "replay", "mismatch", "in_flight"]
+
+
+@dataclass
+class IdemClaim:
+    outcome: IdemOutcome
+    response: dict[str, Any] | None = None
+
+
+class TaskStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(_SCHEMA)
+
+    @classmethod
+    def open(cls, url: str) -> TaskStore:
+        return cls(sqlite_path_from_url(url))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _one(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Row | None:
+        with self._lock:
+            return self._db.execute(sql, args).fetchone()
+
+    def _all(self, sql: str, args: tuple[Any, ...]) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # ---------------------------------------------------------------- tasks
+    def create_task(
+        self, user: str, key_id: str, request: dict[str, Any], webhook_url: str | None
+    ) -> Task:
+        task_id, run_id, now = new_id("task"), new_id("run"), time.time()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO tasks (id, user, key_id, status, request, run_id, created_at,"
+                " webhook_url, webhook_state) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+                (
+                    task_id,
+                    user,
+                    key_id,
+                    json.dumps(request),
+                    run_id,
+                    now,
+                    webhook_url,
+                    "pending" if webhook_url else "none",
+                ),
+            )
+            db.execute(
+                "INSERT INTO runs (run_id, user, kind, task_id, question, status, created_at)"
+                " VALUES (?, ?, 'task', ?, ?, 'queued', ?)",
+                (run_id, user, task_id, request["question"], now),
+            )
+        task = self.get_task(task_id)
+        assert task is not None
+        return task
+
+    def count_active(self, key_id: str) -> int:
+        row = self._one(
+            "SELECT COUNT(*) FROM tasks WHERE key_id = ? AND status IN ('queued', 'running')",
+            (key_id,),
+        )
+        return int(row[0]) if row else 0
+
+    def get_task(self, task_id: str, user: str | None = None) -> Task | None:
+        row = self._one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+        if row is None or (user is not None and row["user"] != user):
+            return None
+        return self._task(row)
+
+    def task_row(self, task_id: str) -> sqlite3.Row | None:
+        return self._one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+
+    def list_tasks(
+        self, user: str, limit: int, cursor: str | None
+    ) -> tuple[list[Task], str | None]:
+        args: tuple[Any, ...]
+        if cursor:
+            # The cursor is "<created_at>:<id>" of the last item on the previous page.
+            created, _, last_id = cursor.partition(":")
+            args = (user, float(created), float(created), last_id, limit + 1)
+            sql = (
+                "SELECT * FROM tasks WHERE user = ? AND (created_at < ? OR (created_at = ?"
+                " AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?"
+            )
+        else:
+            args = (user, limit + 1)
+            sql = "SELECT * FROM tasks WHERE user = ? ORDER BY created_at DESC, id DESC LIMIT ?"
+        rows = self._all(sql, args)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        nxt = f"{rows[-1]['created_at']!r}:{rows[-1]['id']}" if more and rows else None
+        return [self._task(r) for r in rows], nxt
+
+    def claim_next(self) -> sqlite3.Row | None:
+        """Atomically move the oldest queued task to running and return it."""
+        with self._tx() as db:
+            row = db.execute(
+                "UPDATE tasks SET status = 'running', started_at = COALESCE(started_at, ?)"
+                " WHERE id = (SELECT id FROM tasks WHERE status = 'queued'"
+                " ORDER BY created_at, id LIMIT 1) RETURNING *",
+                (time.time(),),
+            ).fetchone()
+            if row is not None:
+                db.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", (row["run_id"],))
+        return row
+
+    def requeue_interrupted(self) -> int:
+        """After a crash: tasks left running go back to the queue, marked to resume."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE tasks SET status = 'queued', resume = 1 WHERE status = 'running'"
+            )
+            return cur.rowcount
+
+    def mark_resumed(self, task_id: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE tasks SET resumed = resumed + 1, resume = 0 WHERE id = ?", (task_id,)
+            )
+
+    def finish(
+        self,
+        task_id: str,
+        status: str,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> bool:
+        """Set a terminal status unless the task already has one; True if this call did."""
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute(
+                "UPDATE tasks SET status = ?, finished_at = ?, result = ?, error = ?"
+                " WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')"
+                " RETURNING run_id",
+                (
+                    status,
+                    now,
+                    json.dumps(result) if result is not None else None,
+                    json.dumps(error) if error is not None else None,
+                    task_id,
+                ),
+            ).fetchone()
+            if row is None:
+                return False
+            db.execute(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
+                (status, now, row["run_id"]),
+            )
+        return True
+
+    def cancel_queued(self, task_id: str) -> bool:
+        with self._tx() as db:
+            row = db.execute(
+                "UPDATE tasks SET status = 'cancelled', finished_at = ? WHERE id = ?"
+                " AND status = 'queued' RETURNING run_id",
+                (time.time(), task_id),
+            ).fetchone()
+            if row is not None:
+                db.execute(
+                    "UPDATE runs SET status = 'cancelled', finished_at = ? WHERE run_id = ?",
+                    (time.time(), row["run_id"]),
+                )
+        return row is not None
+
+    def set_progress(self, task_id: str, progress: TaskProgress) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE tasks SET progress = ? WHERE id = ?",
+                (progress.model_dump_json(), task_id),
+            )
+
+    # --------------------------------------------------------------- events
+    def append_event(self, task_id: str, event: dict[str, Any]) -> int:
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM task_events WHERE task_id = ?", (task_id,)
+            ).fetchone()
+            seq = int(row[0]) + 1
+            db.execute(
+                "INSERT INTO task_events (task_id, seq, event) VALUES (?, ?, ?)",
+                (task_id, seq, json.dumps({**event, "seq": seq}, default=str)),
+            )
+        return seq
+
+    def events_after(self, task_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]:
+        rows = self._all(
+            "SELECT event FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (task_id, after, limit),
+        )
+        return [json.loads(r["event"]) for r in rows]
+
+    def count_events(self, task_id: str, types: tuple[str, ...] | None = None) -> int:
+        rows = self.events_after(task_id, 0, limit=1_000_000)
+        return len([e for e in rows if types is None or e.get("type") in types])
+
+    # ------------------------------------------------------------- webhooks
+    def prepare_webhook(self, task_id: str, webhook_id: str, body: str) -> tuple[str, str]:
+        """Fix the id and body once; retries and post-restart redeliveries reuse them."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE tasks SET webhook_id = COALESCE(webhook_id, ?),"
+                " webhook_body = COALESCE(webhook_body, ?) WHERE id = ?",
+                (webhook_id, body, task_id),
+            )
+            row = db.execute(
+                "SELECT webhook_id, webhook_body FROM tasks WHERE id = ?", (task_id,)
+            ).fetchone()
+        return row["webhook_id"], row["webhook_body"]
+
+    def log_delivery(self, task_id: str, delivery: WebhookDelivery) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO deliveries (task_id, attempt, webhook_id, at, status_code, error, ok)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    task_id,
+                    delivery.attempt,
+                    delivery.webhook_id,
+                    delivery.at.timestamp(),
+                    delivery.status_code,
+                    delivery.error,
+                    int(delivery.ok),
+                ),
+            )
+
+    def count_deliveries(self, task_id: str) -> int:
+        row = self._one("SELECT COUNT(*) FROM deliveries WHERE task_id = ?", (task_id,))
+        return int(row[0]) if row else 0
+
+    def set_webhook_state(self, task_id: str, state: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE tasks SET webhook_state = ? WHERE id = ?", (state, task_id))
+
+    def pending_webhooks(self) -> list[str]:
+        rows = self._all(
+            "SELECT id FROM tasks WHERE webhook_state = 'pending'"
+            " AND status IN ('succeeded', 'failed', 'cancelled') ORDER BY finished_at",
+            (),
+        )
+        return [r["id"] for r in rows]
+
+    # ---------------------------------------------------------- idempotency
+    def idem_begin(self, user: str, key: str, request_hash: str) -> IdemClaim:
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT * FROM idempotency WHERE user = ? AND key = ?", (user, key)
+            ).fetchone()
+            if row is None:
+                db.execute(
+                    "INSERT INTO idempotency (user, key, request_hash, state, created_at)"
+                    " VALUES (?, ?, ?, 'creating', ?)",
+                    (user, key, request_hash, time.time()),
+                )
+                return IdemClaim("new")
+        if row["request_hash"] != request_hash:
+            return IdemClaim("mismatch")
+        if row["state"] == "creating":
+            return IdemClaim("in_flight")
+        return IdemClaim("replay", json.loads(row["response"]))
+
+    def idem_finish(self, user: str, key: str, response: dict[str, Any]) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE idempotency SET state = 'done', response = ?, task_id = ?"
+                " WHERE user = ? AND key = ?",
+                (json.dumps(response, default=str), response.get("id"), user, key),
+            )
+
+    def idem_abandon(self, user: str, key: str) -> None:
+        """The first request failed before creating anything: the key is free again."""
+        with self._tx() as db:
+            db.execute(
+                "DELETE FROM idempotency WHERE user = ? AND key = ? AND state = 'creating'",
+                (user, key),
+            )
+
+    def idem_clear_stale(self) -> int:
+        """At startup: claims left 'creating' died with the previous process."""
+        with self._tx() as db:
+            return db.execute("DELETE FROM idempotency WHERE state = 'creating'").rowcount
+
+    # ----------------------------------------------------------------- runs
+    def register_run(self, run_id: str, user: str, question: str, kind: str = "answer") -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO runs (run_id, user, kind, question, status, created_at)"
+                " VALUES (?, ?, ?, ?, 'running', ?)",
+                (run_id, user, kind, question, time.time()),
+            )
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
+                (status, time.time(), run_id),
+            )
+
+    def get_run(self, run_id: str, user: str) -> RunSummary | None:
+        row = self._one("SELECT * FROM runs WHERE run_id = ? AND user = ?", (run_id, user))
+        return None if row is None else self._run(row)
+
+    def list_runs(self, user: str, limit: int = 100) -> list[RunSummary]:
+        rows = self._all(
+            "SELECT * FROM runs WHERE user = ? ORDER BY created_at DESC LIMIT ?", (user, limit)
+        )
+        return [self._run(r) for r in rows]
+
+    # ---------------------------------------------------------- source jobs
+    def create_source_job(self, source: str, user: str) -> SourceJob:
+        job_id = new_id("job")
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO source_jobs (id, source, user, status, created_at)"
+                " VALUES (?, ?, ?, 'queued', ?)",
+                (job_id, source, user, time.time()),
+            )
+        job = self.get_source_job(job_id)
+        assert job is not None
+        return job
+
+    def active_source_job(self, source: str) -> str | None:
+        row = self._one(
+            "SELECT id FROM source_jobs WHERE source = ? AND status IN ('queued', 'running')",
+            (source,),
+        )
+        return None if row is None else str(row["id"])
+
+    def update_source_job(self, job_id: str, status: str, **fields: Any) -> None:
+        report = fields.get("report")
+        failures = fields.get("failures")
+        with self._tx() as db:
+            db.execute(
+                "UPDATE source_jobs SET status = ?, report = COALESCE(?, report),"
+                " failures = COALESCE(?, failures), error = COALESCE(?, error),"
+                " finished_at = CASE WHEN ? IN ('succeeded', 'failed') THEN ? ELSE NULL END"
+                " WHERE id = ?",
+                (
+                    status,
+                    json.dumps(report) if report is not None else None,
+                    json.dumps(failures) if failures is not None else None,
+                    fields.get("error"),
+                    status,
+                    time.time(),
+                    job_id,
+                ),
+            )
+
+    def fail_interrupted_source_jobs(self) -> int:
+        with self._tx() as db:
+            return db.execute(
+                "UPDATE source_jobs SET status = 'failed', finished_at = ?,"
+                " error = 'interrupted by a server restart; sync again'"
+                " WHERE status IN ('queued', 'running')",
+                (time.time(),),
+            ).rowcount
+
+    def get_source_job(self, job_id: str) -> SourceJob | None:
+        row = self._one("SELECT * FROM source_jobs WHERE id = ?", (job_id,))
+        if row is None:
+            return None
+        return SourceJob(
+            id=row["id"],
+            source=row["source"],
+            status=row["status"],
+            created_at=_ts(row["created_at"]),
+            finished_at=_ts(row["finished_at"]),
+            report=json.loads(row["report"]) if row["report"] else None,
+            failures=json.loads(row["failures"]) if row["failures"] else [],
+            error=row["error"],
+        )
+
+    # -------------------------------------------------------------- mapping
+    def _task(self, row: sqlite3.Row) -> Task:
+        request = json.loads(row["request"])
+        webhook = None
+        if row["webhook_url"]:
+            deliveries = self._all(
+                "SELECT * FROM deliveries WHERE task_id = ? ORDER BY at, attempt", (row["id"],)
+            )
+            webhook = WebhookState(
+                url=row["webhook_url"],
+                state=row["webhook_state"],
+                webhook_id=row["webhook_id"],
+                deliveries=[
+                    WebhookDelivery(
+                        attempt=d["attempt"],
+                        webhook_id=d["webhook_id"],
+                        at=_ts(d["at"]),
+                        status_code=d["status_code"],
+                        error=d["error"],
+                        ok=bool(d["ok"]),
+                    )
+                    for d in deliveries
+                ],
+            )
+        return Task(
+            id=row["id"],
+            status=row["status"],
+            question=request["question"],
+            project=request.get("project"),
+            mode=request.get("mode"),
+            max_rounds=request.get("max_rounds"),
+            run_id=row["run_id"],
+            created_at=_ts(row["created_at"]),
+            started_at=_ts(row["started_at"]),
+            finished_at=_ts(row["finished_at"]),
+            progress=TaskProgress.model_validate_json(row["progress"] or "{}"),
+            result=json.loads(row["result"]) if row["result"] else None,
+            error=json.loads(row["error"]) if row["error"] else None,
+            webhook=webhook,
+            resumed=row["resumed"],
+        )
+
+    @staticmethod
+    def _run(row: sqlite3.Row) -> RunSummary:
+        return RunSummary(
+            run_id=row["run_id"],
+            question=row["question"],
+            kind=row["kind"],
+            task_id=row["task_id"],
+            status=row["status"],
+            created_at=_ts(row["created_at"]),
+            finished_at=_ts(row["finished_at"]),
+        )
+
+
+def is_terminal(status: str) -> bool:
+    return status in TERMINAL

@@ -1,0 +1,300 @@
+"""A bounded pool of in-process workers that run research tasks from the task store.
+
+Restart safety: a task is ``running`` in the database while a worker holds it. If the
+process dies, the next start moves such tasks back to the queue flagged ``resume``, and
+the worker that claims them calls ``Researcher.resume(run_id)``, which continues from
+the last LangGraph checkpoint. Webhook deliveries left pending are restarted too, with
+the same webhook id (the receiver deduplicates on it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from typing import Any, Protocol
+
+from api.auth import KeyRing
+from api.logging import bound
+from api.schemas import TaskProgress, TaskRequest, WebhookDelivery
+from api.tasks.store import TaskStore
+from api.webhooks import WebhookSender
+from graph.models import Caller, ResearchResult, TraceEvent
+
+log = logging.getLogger("waypoint.api.tasks")
+
+
+class ResearcherLike(Protocol):
+    async def run(
+        self,
+        question: str,
+        caller: Caller,
+        options: Any,
+        run_id: str | None = None,
+        on_event: Any = None,
+    ) -> ResearchResult: ...
+
+    async def resume(self, run_id: str, on_event: Any = None) -> ResearchResult: ...
+
+
+class ChangeFeed:
+    """Wakes SSE listeners when a task gets a new event or status (in this process).
+
+    Listeners also re-poll on a timeout, so a second process writing the same database
+    is picked up too, just later.
+    """
+
+    def __init__(self) -> None:
+        self._cond = asyncio.Condition()
+
+    async def notify(self) -> None:
+        async with self._cond:
+            self._cond.notify_all()
+
+    async def wait(self, seconds: float) -> None:
+        async with self._cond:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._cond.wait(), seconds)
+
+
+def _progress_from(progress: TaskProgress, event: TraceEvent) -> TaskProgress:
+    data = event.data or {}
+    p = progress.model_copy()
+    p.events += 1
+    p.round = max(p.round, event.round)
+    if event.type == "tool_call":
+        p.tool_calls += 1
+    if event.type == "evidence":
+        size = data.get("pool_size", data.get("pool", data.get("total")))
+        if isinstance(size, int):
+            p.evidence = size
+        else:
+            added = data.get("added", data.get("ids"))
+            p.evidence += len(added) if isinstance(added, list) else 1
+    return p
+
+
+class WorkerPool:
+    def __init__(
+        self,
+        tasks: TaskStore,
+        researcher: ResearcherLike,
+        sender: WebhookSender,
+        keys: KeyRing,
+        workers: int,
+        feed: ChangeFeed | None = None,
+    ) -> None:
+        self.tasks = tasks
+        self.researcher = researcher
+        self.sender = sender
+        self.keys = keys
+        self.n_workers = workers
+        self.feed = feed or ChangeFeed()
+        self._wake = asyncio.Event()
+        self._workers: list[asyncio.Task[None]] = []
+        self._running: dict[str, asyncio.Task[ResearchResult]] = {}
+        self._cancel_requested: set[str] = set()
+        self._settled: dict[str, asyncio.Event] = {}
+        self._deliveries: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    # ----------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        requeued = self.tasks.requeue_interrupted()
+        stale = self.tasks.idem_clear_stale()
+        if requeued or stale:
+            log.info(
+                "recovered after restart",
+                extra={"requeued_tasks": requeued, "stale_idempotency_keys": stale},
+            )
+        for task_id in self.tasks.pending_webhooks():
+            self._spawn_delivery(task_id)
+        self._workers = [
+            asyncio.create_task(self._worker(i), name=f"waypoint-worker-{i}")
+            for i in range(self.n_workers)
+        ]
+        self._wake.set()
+
+    async def stop(self) -> None:
+        # Running tasks stay "running" in the store: the next start resumes them from
+        # their checkpoints, exactly as after a crash.
+        self._stopping = True
+        for t in [*self._workers, *self._deliveries]:
+            t.cancel()
+        await asyncio.gather(*self._workers, *self._deliveries, return_exceptions=True)
+        self._workers.clear()
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    async def cancel(self, task_id: str) -> bool:
+        """Cancel a queued or running task; False if it already finished."""
+        if self.tasks.cancel_queued(task_id):
+            await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
+            await self.feed.notify()
+            self._spawn_delivery_if_needed(task_id)
+            return True
+        running = self._running.get(task_id)
+        if running is not None:
+            self._cancel_requested.add(task_id)
+            settled = self._settled.setdefault(task_id, asyncio.Event())
+            running.cancel()
+            # Return once the worker has recorded the cancellation (bounded wait).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(settled.wait(), 10.0)
+            return True
+        return False
+
+    # -------------------------------------------------------------- workers
+    async def _worker(self, index: int) -> None:
+        while not self._stopping:
+            row = self.tasks.claim_next()
+            if row is None:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=2.0)
+                continue
+            with bound(task_id=row["id"], run_id=row["run_id"]):
+                await self._execute(row)
+
+    async def _event(self, task_id: str, etype: str, data: dict[str, Any], **kw: Any) -> int:
+        row = self.tasks.task_row(task_id)
+        run_id = row["run_id"] if row is not None else ""
+        event = {"run_id": run_id, "type": etype, "ts": time.time(), "data": data, **kw}
+        return self.tasks.append_event(task_id, event)
+
+    async def _execute(self, row: Any) -> None:
+        task_id, run_id = row["id"], row["run_id"]
+        request = TaskRequest.model_validate(json.loads(row["request"]))
+        caller = Caller(user=row["user"], groups=self._groups_for(row), project=None)
+        caller = caller.model_copy(update={"project": request.project or self._project_for(row)})
+        progress = TaskProgress.model_validate_json(row["progress"] or "{}")
+        resume = bool(row["resume"]) and progress.events > 0
+
+        async def on_event(event: TraceEvent) -> None:
+            nonlocal progress
+            if event.type in ("metadata", "done", "error"):
+                return  # the task's own metadata / done / error events frame the stream
+            progress = _progress_from(progress, event)
+            self.tasks.append_event(task_id, event.model_dump(mode="json", exclude={"seq"}))
+            self.tasks.set_progress(task_id, progress)
+            await self.feed.notify()
+
+        await self._event(
+            task_id, "metadata", {"task_id": task_id, "run_id": run_id, "resumed": resume}
+        )
+        await self.feed.notify()
+        log.info("task started", extra={"resume": resume})
+        if resume:
+            self.tasks.mark_resumed(task_id)
+            coro = self.researcher.resume(run_id, on_event=on_event)
+        else:
+            coro = self.researcher.run(
+                request.question, caller, request.run_options(), run_id=run_id, on_event=on_event
+            )
+        runner = asyncio.create_task(coro)
+        self._running[task_id] = runner
+        try:
+            result = await runner
+        except asyncio.CancelledError:
+            if task_id not in self._cancel_requested:
+                raise  # the pool is stopping: the task stays running and resumes later
+            self._cancel_requested.discard(task_id)
+            self.tasks.finish(
+                task_id,
+                "cancelled",
+                error={"code": "cancelled", "message": "cancelled by the caller"},
+            )
+            await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
+            log.info("task cancelled")
+        except Exception as exc:  # recorded on the task and logged with its traceback
+            log.exception("task failed")
+            err = {"code": "run_failed", "message": f"{type(exc).__name__}: {exc}"[:500]}
+            self.tasks.finish(task_id, "failed", error=err)
+            await self._event(task_id, "error", err)
+        else:
+            self.tasks.finish(task_id, "succeeded", result=result.model_dump(mode="json"))
+            progress.round = max(progress.round, result.rounds)
+            progress.tool_calls = max(progress.tool_calls, result.tool_calls)
+            progress.evidence = max(progress.evidence, len(result.evidence))
+            self.tasks.set_progress(task_id, progress)
+            await self._event(task_id, "done", _done_data(result))
+            log.info("task succeeded", extra={"rounds": result.rounds})
+        finally:
+            self._running.pop(task_id, None)
+            settled = self._settled.pop(task_id, None)
+            if settled is not None:
+                settled.set()
+        await self.feed.notify()
+        self._spawn_delivery_if_needed(task_id)
+
+    def _groups_for(self, row: Any) -> list[str]:
+        principal = self.keys.by_key_id(row["key_id"])
+        return list(principal.groups) if principal else []
+
+    def _project_for(self, row: Any) -> str | None:
+        principal = self.keys.by_key_id(row["key_id"])
+        return principal.project if principal else None
+
+    # ------------------------------------------------------------- webhooks
+    def _spawn_delivery_if_needed(self, task_id: str) -> None:
+        row = self.tasks.task_row(task_id)
+        if row is not None and row["webhook_url"] and row["webhook_state"] == "pending":
+            self._spawn_delivery(task_id)
+
+    def _spawn_delivery(self, task_id: str) -> None:
+        t = asyncio.create_task(self._deliver(task_id), name=f"webhook-{task_id}")
+        self._deliveries.add(t)
+        t.add_done_callback(self._deliveries.discard)
+
+    async def _deliver(self, task_id: str) -> None:
+        row = self.tasks.task_row(task_id)
+        if row is None:
+            return
+        with bound(task_id=task_id, run_id=row["run_id"]):
+            principal = self.keys.by_key_id(row["key_id"])
+            if principal is None or not principal.webhook_secret:
+                log.warning("webhook not sent: the task's key has no webhook secret any more")
+                self.tasks.set_webhook_state(task_id, "failed")
+                return
+            task = self.tasks.get_task(task_id)
+            assert task is not None
+            body = json.dumps(
+                {
+                    "type": f"task.{task.status}",
+                    "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "data": task.model_dump(mode="json", exclude={"webhook"}),
+                },
+                separators=(",", ":"),
+            )
+            webhook_id, body = self.tasks.prepare_webhook(task_id, f"msg_{uuid.uuid4().hex}", body)
+            first = self.tasks.count_deliveries(task_id) + 1
+
+            def log_attempt(delivery: WebhookDelivery) -> None:
+                self.tasks.log_delivery(task_id, delivery)
+
+            ok = await self.sender.deliver(
+                row["webhook_url"],
+                principal.webhook_secret,
+                webhook_id,
+                body,
+                log_attempt,
+                first_attempt=first,
+            )
+            self.tasks.set_webhook_state(task_id, "delivered" if ok else "failed")
+
+
+def _done_data(result: ResearchResult) -> dict[str, Any]:
+    return {
+        "answer": result.answer,
+        "answerable": result.answerable,
+        "citations": [c.model_dump(mode="json") for c in result.citations],
+        "warnings": result.warnings,
+        "bound_hit": result.bound_hit,
+        "usage": result.usage,
+        "rounds": result.rounds,
+        "tool_calls": result.tool_calls,
+    }

@@ -1,0 +1,239 @@
+"""Standard Webhooks: signing, verification, destination checks and delivery with retries.
+
+Signature: ``webhook-signature: v1,<base64(HMAC-SHA256(key, f"{id}.{timestamp}.{body}"))>``
+where ``key`` is the base64-decoded part of the secret after ``whsec_``. The id stays the
+same on every retry and after a restart, so a receiver that deduplicates on
+``webhook-id`` processes each result exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import ipaddress
+import logging
+import socket
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+import httpx
+from tenacity import (
+    AsyncRetrying,
+    RetryError,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from api.schemas import WebhookDelivery
+
+log = logging.getLogger("waypoint.api.webhooks")
+
+_AttemptLog = Callable[[WebhookDelivery], None]
+
+
+class WebhookVerificationError(ValueError):
+    """The signature, timestamp or headers of a received webhook are not acceptable."""
+
+
+class WebhookUrlError(ValueError):
+    """A webhook destination the service refuses to call."""
+
+
+def _secret_bytes(secret: str) -> bytes:
+    if not secret.startswith("whsec_"):
+        raise ValueError("a webhook secret starts with whsec_")
+    return base64.b64decode(secret.removeprefix("whsec_"))
+
+
+def sign(secret: str, webhook_id: str, timestamp: int, body: bytes | str) -> str:
+    payload = body.encode("utf-8") if isinstance(body, str) else body
+    to_sign = f"{webhook_id}.{timestamp}.".encode() + payload
+    digest = hmac.new(_secret_bytes(secret), to_sign, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode("ascii")
+
+
+def signed_headers(
+    secret: str, webhook_id: str, body: bytes | str, now: float | None = None
+) -> dict[str, str]:
+    timestamp = int(time.time() if now is None else now)
+    return {
+        "webhook-id": webhook_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(secret, webhook_id, timestamp, body),
+        "content-type": "application/json",
+    }
+
+
+def verify(
+    secret: str,
+    headers: Mapping[str, str],
+    body: bytes | str,
+    tolerance_s: float = 300.0,
+    now: float | None = None,
+) -> str:
+    """Check a received webhook; return its ``webhook-id`` or raise WebhookVerificationError.
+
+    The timestamp must be within ``tolerance_s`` of now (replay protection); any of the
+    space-separated ``v1,`` signatures may match (secret rotation).
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    try:
+        webhook_id = lower["webhook-id"]
+        ts_raw = lower["webhook-timestamp"]
+        sig_header = lower["webhook-signature"]
+    except KeyError as exc:
+        raise WebhookVerificationError(f"missing header {exc.args[0]}") from None
+    try:
+        timestamp = int(ts_raw)
+    except ValueError:
+        raise WebhookVerificationError("webhook-timestamp is not an integer") from None
+    current = time.time() if now is None else now
+    if abs(current - timestamp) > tolerance_s:
+        raise WebhookVerificationError("webhook-timestamp outside the tolerance window")
+    expected = sign(secret, webhook_id, timestamp, body).split(",", 1)[1]
+    for candidate in sig_header.split():
+        version, _, value = candidate.partition(",")
+        if version == "v1" and hmac.compare_digest(value, expected):
+            return webhook_id
+    raise WebhookVerificationError("no matching signature")
+
+
+def _address_is_private(addr: str) -> bool:
+    ip = ipaddress.ip_address(addr.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return (
+        ip.is_private
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+    )
+
+
+async def check_destination(url: str, allow_private: bool) -> None:
+    """Refuse non-http(s) URLs and (unless allowed) any that resolve to a private address.
+
+    Checked at submission (a clear 422) and again before every delivery, because DNS may
+    have changed in between.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WebhookUrlError("webhook_url must be an absolute http(s) URL")
+    if allow_private:
+        return
+    host = parts.hostname
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            host, parts.port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM
+        )
+    except socket.gaierror as exc:
+        raise WebhookUrlError(f"webhook_url host {host!r} does not resolve") from exc
+    for info in infos:
+        if _address_is_private(str(info[4][0])):
+            raise WebhookUrlError(
+                f"webhook_url resolves to a private or loopback address ({info[4][0]}); "
+                "set WAYPOINT_WEBHOOK_ALLOW_PRIVATE=true to allow it"
+            )
+
+
+class _Undelivered(Exception):
+    """One attempt failed (transport error or non-2xx): retry."""
+
+
+class WebhookSender:
+    def __init__(
+        self,
+        *,
+        timeout_s: float,
+        max_attempts: int,
+        backoff_initial_s: float,
+        backoff_max_s: float,
+        allow_private: bool,
+    ) -> None:
+        self.timeout_s = timeout_s
+        self.max_attempts = max_attempts
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.allow_private = allow_private
+
+    async def deliver(
+        self,
+        url: str,
+        secret: str,
+        webhook_id: str,
+        body: str,
+        on_attempt: _AttemptLog,
+        first_attempt: int = 1,
+    ) -> bool:
+        """POST until a 2xx or the attempts run out; log every attempt. True if delivered."""
+        attempt_no = first_attempt - 1
+        remaining = max(1, self.max_attempts - attempt_no)
+        async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
+            try:
+                async for attempt in AsyncRetrying(
+                    stop=stop_after_attempt(remaining),
+                    wait=wait_exponential(
+                        multiplier=self.backoff_initial_s, max=self.backoff_max_s
+                    ),
+                    retry=retry_if_exception_type(_Undelivered),
+                ):
+                    with attempt:
+                        attempt_no += 1
+                        await self._attempt(
+                            client, url, secret, webhook_id, body, attempt_no, on_attempt
+                        )
+            except RetryError:
+                log.warning("webhook gave up", extra={"webhook_id": webhook_id, "url": url})
+                return False
+        return True
+
+    async def _attempt(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        secret: str,
+        webhook_id: str,
+        body: str,
+        attempt_no: int,
+        on_attempt: _AttemptLog,
+    ) -> None:
+        at = datetime.now(UTC)
+        try:
+            await check_destination(url, self.allow_private)
+            response = await client.post(
+                url, content=body.encode("utf-8"), headers=signed_headers(secret, webhook_id, body)
+            )
+        except (httpx.HTTPError, WebhookUrlError) as exc:
+            on_attempt(
+                WebhookDelivery(
+                    attempt=attempt_no,
+                    webhook_id=webhook_id,
+                    at=at,
+                    error=f"{type(exc).__name__}: {exc}"[:300],
+                    ok=False,
+                )
+            )
+            raise _Undelivered(str(exc)) from exc
+        ok = 200 <= response.status_code < 300
+        on_attempt(
+            WebhookDelivery(
+                attempt=attempt_no,
+                webhook_id=webhook_id,
+                at=at,
+                status_code=response.status_code,
+                ok=ok,
+                error=None if ok else f"HTTP {response.status_code}",
+            )
+        )
+        if not ok:
+            raise _Undelivered(f"HTTP {response.status_code}")
+        log.info(
+            "webhook delivered", extra={"webhook_id": webhook_id, "attempt": attempt_no, "url": url}
+        )
