@@ -465,3 +465,56 @@ def test_doc_freq_counts_analysed_terms(engine: LexicalEngine) -> None:
     assert df["run"] == 2  # lower-cased and stemmed like the indexed text
     assert df["zxqvword"] == 0
     assert engine.doc_freq([]) == ({}, 3)
+
+
+# -- tantivy specifics -------------------------------------------------------------------
+
+_HOLD_WRITER = """
+import sys
+from pathlib import Path
+from retrieval.engines.tantivy_engine import TantivyLexicalEngine
+from retrieval.records import Record
+engine = TantivyLexicalEngine(Path(sys.argv[1]))
+engine.upsert([Record(id="wiki:held#0", source="wiki", text="written by the other process")])
+print("ready", flush=True)
+sys.stdin.readline()
+engine.close()
+"""
+
+
+def test_tantivy_second_process_reads_and_gets_a_clear_error_on_write(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from retrieval.engines.tantivy_engine import LexicalIndexLocked
+
+    path = tmp_path / "lexical"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_WRITER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        engine = TantivyLexicalEngine(path)
+        try:
+            assert engine.count() == 1  # reading needs no lock
+            assert ids(engine.search("other process", 5, ANYONE)) == ["wiki:held#0"]
+            with pytest.raises(LexicalIndexLocked, match="another process"):
+                engine.upsert([rec("wiki:mine#0", "mine")])
+            assert engine.count() == 1  # nothing half-written
+
+            assert holder.stdin is not None
+            holder.stdin.write("done\n")
+            holder.stdin.flush()
+            assert holder.wait(timeout=60) == 0
+
+            engine.upsert([rec("wiki:mine#0", "mine")])  # the lock is free again
+            assert engine.count() == 2
+        finally:
+            engine.close()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(timeout=60)
