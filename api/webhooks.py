@@ -156,7 +156,9 @@ class WebhookSender:
         backoff_initial_s: float,
         backoff_max_s: float,
         allow_private: bool,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        self.transport = transport  # tests inject a mock transport; None = the network
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
         self.backoff_initial_s = backoff_initial_s
@@ -175,7 +177,9 @@ class WebhookSender:
         """POST until a 2xx or the attempts run out; log every attempt. True if delivered."""
         attempt_no = first_attempt - 1
         remaining = max(1, self.max_attempts - attempt_no)
-        async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
+        async with httpx.AsyncClient(
+            timeout=self.timeout_s, follow_redirects=False, transport=self.transport
+        ) as client:
             try:
                 async for attempt in AsyncRetrying(
                     stop=stop_after_attempt(remaining),

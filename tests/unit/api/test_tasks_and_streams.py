@@ -1,0 +1,240 @@
+"""Streaming framing, task lifecycle, idempotency, recovery and webhooks (test doubles)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from api import webhooks
+from tests.unit.api.conftest import AUTH_A, AUTH_B, SECRET, Harness, _client_for
+
+
+def parse_sse(text: str) -> list[dict[str, Any]]:
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields: dict[str, Any] = {}
+        for line in block.split("\n"):
+            if line.startswith(":") or ":" not in line:
+                continue
+            name, _, value = line.partition(":")
+            fields[name] = value.lstrip(" ")
+        if "event" in fields:
+            fields["data"] = json.loads(fields.get("data", "null"))
+            events.append(fields)
+    return events
+
+
+async def wait_status(client: httpx.AsyncClient, task_id: str, want: set[str]) -> dict:
+    for _ in range(500):
+        task = (await client.get(f"/v1/tasks/{task_id}", headers=AUTH_A)).json()
+        if task["status"] in want:
+            return task
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"task never reached {want}: {task}")
+
+
+async def test_sse_answer_frames_metadata_first_done_last(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/v1/answers", json={"question": "who?"}, headers={**AUTH_A, "Accept": "text/event-stream"}
+    )
+    assert r.status_code == 200
+    events = parse_sse(r.text)
+    types = [e["event"] for e in events]
+    assert types[0] == "metadata" and types[-1] == "done"
+    assert {"plan", "tool_call", "tool_result", "evidence", "round", "token", "citation"} <= set(
+        types
+    )
+    ids = [int(e["id"]) for e in events]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert events[-1]["data"]["citations"][0]["evidence_id"] == "wiki:a#0"
+
+
+async def test_sse_run_failure_ends_with_error_event(client, researcher) -> None:
+    researcher.fail_with = RuntimeError("engine down")
+    r = await client.post(
+        "/v1/answers", json={"question": "who?"}, headers={**AUTH_A, "Accept": "text/event-stream"}
+    )
+    events = parse_sse(r.text)
+    assert events[-1]["event"] == "error"
+    assert "engine down" in events[-1]["data"]["message"]
+
+
+async def test_task_lifecycle_and_ownership(client: httpx.AsyncClient) -> None:
+    r = await client.post("/v1/tasks", json={"question": "who owns billing?"}, headers=AUTH_A)
+    assert r.status_code == 202
+    task = r.json()
+    assert r.headers["location"] == f"/v1/tasks/{task['id']}"
+    done = await wait_status(client, task["id"], {"succeeded"})
+    assert done["result"]["answer"].startswith("Answer for ana")
+    assert done["progress"]["tool_calls"] == 1 and done["progress"]["evidence"] == 1
+    # another user sees nothing of it
+    assert (await client.get(f"/v1/tasks/{task['id']}", headers=AUTH_B)).status_code == 404
+    assert (await client.get(f"/v1/runs/{task['run_id']}/trace", headers=AUTH_B)).status_code == 404
+    assert (await client.get("/v1/tasks", headers=AUTH_B)).json()["items"] == []
+    trace = (await client.get(f"/v1/runs/{task['run_id']}/trace", headers=AUTH_A)).json()
+    assert [n["node"] for n in trace["nodes"]] == ["plan"]
+    assert trace["rounds"][0]["verdicts"][0]["verdict"] == "enough"
+    # events: replay from the start, and resumable after an id
+    ev = parse_sse((await client.get(f"/v1/tasks/{task['id']}/events", headers=AUTH_A)).text)
+    assert ev[0]["event"] == "metadata" and ev[-1]["event"] == "done"
+    later = parse_sse(
+        (
+            await client.get(
+                f"/v1/tasks/{task['id']}/events", headers={**AUTH_A, "Last-Event-ID": ev[2]["id"]}
+            )
+        ).text
+    )
+    assert [e["id"] for e in later] == [e["id"] for e in ev[3:]]
+
+
+async def test_tasks_list_newest_first_with_cursor(client: httpx.AsyncClient) -> None:
+    ids = []
+    for i in range(3):
+        r = await client.post("/v1/tasks", json={"question": f"q{i}"}, headers=AUTH_A)
+        ids.append(r.json()["id"])
+    page1 = (await client.get("/v1/tasks?limit=2", headers=AUTH_A)).json()
+    assert [t["id"] for t in page1["items"]] == ids[::-1][:2]
+    page2 = (
+        await client.get(f"/v1/tasks?limit=2&cursor={page1['next_cursor']}", headers=AUTH_A)
+    ).json()
+    assert [t["id"] for t in page2["items"]] == ids[:1] and page2["next_cursor"] is None
+
+
+async def test_idempotency_replay_mismatch_in_flight(client, harness) -> None:
+    hdr = {**AUTH_A, "Idempotency-Key": "k1"}
+    first = await client.post("/v1/tasks", json={"question": "q"}, headers=hdr)
+    again = await client.post("/v1/tasks", json={"question": "q"}, headers=hdr)
+    assert again.status_code == 202 and again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    other = await client.post("/v1/tasks", json={"question": "other"}, headers=hdr)
+    assert other.status_code == 422 and other.json()["error"]["field"] == "Idempotency-Key"
+    # in flight: hold the first request inside the webhook destination check
+    gate = asyncio.Event()
+    real_check = webhooks.check_destination
+
+    async def slow_check(url: str, allow_private: bool) -> None:
+        await gate.wait()
+        await real_check(url, allow_private)
+
+    import api.routers.tasks as tasks_router
+
+    tasks_router.check_destination = slow_check  # type: ignore[assignment]
+    try:
+        body = {"question": "q", "webhook_url": "http://127.0.0.1:9/hook"}
+        hdr2 = {**AUTH_A, "Idempotency-Key": "k2"}
+        first_req = asyncio.create_task(client.post("/v1/tasks", json=body, headers=hdr2))
+        await asyncio.sleep(0.05)
+        second = await client.post("/v1/tasks", json=body, headers=hdr2)
+        assert second.status_code == 409
+        gate.set()
+        assert (await first_req).status_code == 202
+    finally:
+        tasks_router.check_destination = real_check  # type: ignore[assignment]
+
+
+async def test_failed_creation_frees_the_idempotency_key(client: httpx.AsyncClient) -> None:
+    hdr = {**AUTH_B, "Idempotency-Key": "k"}
+    body = {"question": "q", "webhook_url": "http://127.0.0.1:9/x"}
+    r = await client.post("/v1/tasks", json=body, headers=hdr)
+    assert r.status_code == 422 and r.json()["error"]["code"] == "no_webhook_secret"
+    r = await client.post("/v1/tasks", json={"question": "q"}, headers=hdr)
+    assert r.status_code == 202
+
+
+async def test_cap_on_active_tasks_per_key(harness: Harness, researcher, settings) -> None:
+    researcher.gate = asyncio.Event()
+    harness.settings = settings.model_copy(update={"max_tasks_per_key": 2})
+    async for client in _client_for(harness):
+        for _ in range(2):
+            assert (
+                await client.post("/v1/tasks", json={"question": "q"}, headers=AUTH_A)
+            ).status_code == 202
+        r = await client.post("/v1/tasks", json={"question": "q"}, headers=AUTH_A)
+        assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_tasks"
+        researcher.gate.set()
+
+
+async def test_cancel_running_task(harness: Harness, researcher) -> None:
+    researcher.gate = asyncio.Event()
+    async for client in _client_for(harness):
+        task = (await client.post("/v1/tasks", json={"question": "q"}, headers=AUTH_A)).json()
+        await asyncio.wait_for(researcher.started.wait(), 5)
+        r = await client.post(f"/v1/tasks/{task['id']}/cancel", headers=AUTH_A)
+        assert r.status_code == 200 and r.json()["status"] == "cancelled"
+        r = await client.post(f"/v1/tasks/{task['id']}/cancel", headers=AUTH_A)
+        assert r.status_code == 409
+
+
+async def test_restart_resumes_running_task(harness: Harness, researcher) -> None:
+    researcher.gate = asyncio.Event()
+    async for client in _client_for(harness):
+        task = (await client.post("/v1/tasks", json={"question": "q"}, headers=AUTH_A)).json()
+        await asyncio.wait_for(researcher.started.wait(), 5)
+    # the app stopped mid-run: the task is still "running" in the store
+    researcher.gate.set()
+    async for client in _client_for(harness):
+        done = await wait_status(client, task["id"], {"succeeded"})
+        assert researcher.resumed == [task["run_id"]]
+        assert done["resumed"] == 1
+
+
+class Receiver:
+    def __init__(self, fail_first: int = 0) -> None:
+        self.fail_first = fail_first
+        self.calls: list[tuple[dict[str, str], bytes]] = []
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        self.calls.append((dict(request.headers), request.content))
+        if len(self.calls) <= self.fail_first:
+            return httpx.Response(503)
+        return httpx.Response(204)
+
+
+async def test_webhook_signed_retried_same_id(harness: Harness) -> None:
+    receiver = Receiver(fail_first=1)
+    async for client in _client_for(harness):
+        assert harness.services is not None
+        harness.services.pool.sender.transport = httpx.MockTransport(receiver.handler)
+        body = {"question": "q", "webhook_url": "http://127.0.0.1:1/hook"}
+        task = (await client.post("/v1/tasks", json=body, headers=AUTH_A)).json()
+        for _ in range(500):
+            t = (await client.get(f"/v1/tasks/{task['id']}", headers=AUTH_A)).json()
+            if t["webhook"]["state"] != "pending":
+                break
+            await asyncio.sleep(0.01)
+    assert t["webhook"]["state"] == "delivered"
+    assert [d["ok"] for d in t["webhook"]["deliveries"]] == [False, True]
+    ids = {h["webhook-id"] for h, _ in receiver.calls}
+    assert len(receiver.calls) == 2 and len(ids) == 1
+    headers, content = receiver.calls[-1]
+    assert webhooks.verify(SECRET, headers, content) == ids.pop()
+    assert json.loads(content)["data"]["id"] == task["id"]
+
+
+def test_verify_rejects_forged_and_stale() -> None:
+    body = b'{"a":1}'
+    headers = webhooks.signed_headers(SECRET, "msg_1", body)
+    assert webhooks.verify(SECRET, headers, body) == "msg_1"
+    with pytest.raises(webhooks.WebhookVerificationError):
+        webhooks.verify(SECRET, headers, b'{"a":2}')
+    other = "whsec_" + "b3RoZXItc2VjcmV0LXZhbHVlLTEyMzQ="
+    with pytest.raises(webhooks.WebhookVerificationError):
+        webhooks.verify(other, headers, body)
+    stale = webhooks.signed_headers(SECRET, "msg_1", body, now=1_000_000)
+    with pytest.raises(webhooks.WebhookVerificationError, match="tolerance"):
+        webhooks.verify(SECRET, stale, body)
+
+
+async def test_private_webhook_refused_unless_allowed(harness: Harness, settings) -> None:
+    harness.settings = settings.model_copy(update={"webhook_allow_private": False})
+    async for client in _client_for(harness):
+        for url in ("http://127.0.0.1:8000/x", "http://10.0.0.1/x", "ftp://example.com/x"):
+            r = await client.post(
+                "/v1/tasks", json={"question": "q", "webhook_url": url}, headers=AUTH_A
+            )
+            assert r.status_code == 422, url
+            assert r.json()["error"]["field"] == "webhook_url"
