@@ -1,0 +1,184 @@
+"""The research loop with the rule policy over the in-memory store (no engines, no LLM)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graph.citations import verify_citations
+from graph.models import Caller, RunOptions, TraceEvent
+from graph.nodes import route_after_assess, route_after_plan
+from graph.runner import Researcher
+from retrieval.engines.base import SearchFilter
+from tools.evidence import Evidence
+from tools.testing import MemoryStore, memory_search, passage
+
+QUESTION = "Which team does the engineer who wrote the Ledger runbook lead?"
+
+
+def corpus() -> MemoryStore:
+    return MemoryStore(
+        [
+            passage("runbook", "Ledger runbook", "The Ledger runbook was written by Dana Ruiz."),
+            passage("dana", "Dana Ruiz", "Dana Ruiz heads the Payments Platform group."),
+            passage("noise", "Cafeteria", "The cafeteria opens at eight."),
+            passage(
+                "salaries",
+                "Salaries",
+                "The Ledger runbook author Dana Ruiz earns a secret amount.",
+                acl=["hr"],
+            ),
+        ]
+    )
+
+
+@pytest.fixture
+def researcher(tmp_path: Path) -> Researcher:
+    r = Researcher(corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search)
+    yield r
+    r.close()
+
+
+async def test_iterative_follows_the_bridge_and_cites_both_hops(researcher: Researcher) -> None:
+    result = await researcher.run(QUESTION, Caller(), RunOptions(mode="iterative"))
+    docs = [e.doc_id for e in result.evidence]
+    assert "wiki:runbook" in docs and "wiki:dana" in docs
+    assert result.rounds >= 2 and result.answerable
+    assert {c.doc_id for c in result.citations} >= {"wiki:runbook", "wiki:dana"}
+    assert "Payments Platform" in result.answer
+    hop = next(e for e in result.evidence if e.doc_id == "wiki:dana")
+    assert hop.provenance[0].round == 2 and hop.provenance[0].tool == "lookup_entity"
+
+
+async def test_hybrid_mode_is_one_round_of_one_search(researcher: Researcher) -> None:
+    result = await researcher.run(QUESTION, Caller(), RunOptions(mode="hybrid"))
+    assert result.rounds == 1 and result.tool_calls == 1
+    assert result.mode == "hybrid"
+
+
+async def test_nothing_outside_the_callers_acl_reaches_evidence_or_trace(
+    researcher: Researcher,
+) -> None:
+    result = await researcher.run(QUESTION, Caller(user="eve"), RunOptions())
+    assert all(e.doc_id != "wiki:salaries" for e in result.evidence)
+    trace = researcher.get_trace(result.run_id)
+    assert "secret amount" not in " ".join(e.model_dump_json() for e in trace)
+    hr = await researcher.run(QUESTION, Caller(user="hal", groups=["hr"]), RunOptions())
+    assert "wiki:salaries" in {e.doc_id for e in hr.evidence}
+
+
+@pytest.mark.parametrize(
+    ("options", "bound"),
+    [
+        (RunOptions(max_rounds=1), "max_rounds"),
+        (RunOptions(max_tool_calls=1), "max_tool_calls"),
+        (RunOptions(wall_time_s=1e-9), "wall_time"),
+    ],
+)
+async def test_a_bound_stops_the_loop_and_is_reported(
+    researcher: Researcher, options: RunOptions, bound: str
+) -> None:
+    result = await researcher.run(QUESTION, Caller(), options)
+    assert result.bound_hit == bound
+    assert any(bound in w for w in result.warnings)
+    assert result.rounds == 1 and result.answer  # answered from what it had
+
+
+async def test_a_permission_revoked_mid_run_is_dropped_before_synthesis(tmp_path: Path) -> None:
+    store = corpus()
+    r = Researcher(store, checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search)
+
+    async def revoke(event: TraceEvent) -> None:
+        if event.type == "node_start" and event.node == "synthesize":
+            store.records["wiki:dana#0"].metadata["acl"] = ["executives"]
+
+    result = await r.run(QUESTION, Caller(), RunOptions(), on_event=revoke)
+    assert "wiki:dana" not in {e.doc_id for e in result.evidence}
+    assert "wiki:dana" not in {c.doc_id for c in result.citations}
+    assert any("permission re-check" in w for w in result.warnings)
+
+
+async def test_a_failed_leg_degrades_the_run_without_failing_it(tmp_path: Path) -> None:
+    async def broken_search(*args: object, **kw: object) -> None:
+        raise RuntimeError("lexical index unavailable")
+
+    r = Researcher(corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=broken_search)
+    result = await r.run(
+        "Who is Dana Ruiz?", Caller(), RunOptions()
+    )  # lookup_entity still opens the page the question names
+    assert any("degraded leg" in w and "lexical index unavailable" in w for w in result.warnings)
+    assert "wiki:dana" in {e.doc_id for e in result.evidence}
+
+
+async def test_unanswerable_questions_are_refused_with_what_is_missing(
+    researcher: Researcher,
+) -> None:
+    result = await researcher.run(
+        "What is the warranty period of the Zephyrion X9 router?", Caller(), RunOptions()
+    )
+    assert not result.answerable
+    assert result.answer.startswith("I can't answer this from the available sources")
+    assert "zephyrion" in result.answer.lower() and not result.citations
+
+
+async def test_the_trace_is_stored_ordered_and_listed(researcher: Researcher) -> None:
+    streamed: list[TraceEvent] = []
+
+    async def collect(e: TraceEvent) -> None:
+        streamed.append(e)
+
+    result = await researcher.run(QUESTION, Caller(user="ana"), RunOptions(), on_event=collect)
+    stored = researcher.get_trace(result.run_id)
+    assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
+    assert [e.model_dump() for e in stored] == [e.model_dump() for e in streamed]
+    types = [e.type for e in stored]
+    for t in ("metadata", "plan", "tool_call", "tool_result", "evidence", "round", "token"):
+        assert t in types
+    assert types[-2:] == ["done", "node_end"]
+    assert types.index("token") < types.index("done")
+    assert researcher.list_runs("ana")[0]["run_id"] == result.run_id
+    assert researcher.get_result(result.run_id) == result
+
+
+def _ev(i: str) -> Evidence:
+    from datetime import UTC, datetime
+
+    from retrieval.search_models import Locator
+
+    return Evidence(
+        id=i,
+        doc_id=i.split("#")[0],
+        title=i,
+        text="t",
+        score=1.0,
+        source="wiki",
+        timestamp=datetime(2026, 1, 1, tzinfo=UTC),
+        locator=Locator(doc_id=i.split("#")[0], chunk_id=i),
+    )
+
+
+def test_citations_to_unknown_or_unauthorised_evidence_are_removed() -> None:
+    evidence = [_ev("wiki:a#0"), _ev("hr:secret#0")]
+    text, cites, removed = verify_citations(
+        "A holds [1]. B says [2]. C [7].", evidence, authorised_ids={"wiki:a#0"}
+    )
+    assert [c.evidence_id for c in cites] == ["wiki:a#0"]
+    assert removed == ["[2]", "[7]"]
+    assert text == "A holds [1]. B says. C."
+
+
+def test_routers() -> None:
+    assert route_after_plan({"plan": []}) == "synthesize"  # type: ignore[typeddict-item]
+    assert route_after_plan({"plan": [{"tool": "x"}]}) == "execute"  # type: ignore[typeddict-item]
+    base = {"next_calls": [{"tool": "lookup_entity"}]}
+    assert route_after_assess({**base, "verdicts": [{"decision": "next"}]}) == "plan"  # type: ignore[typeddict-item]
+    assert route_after_assess({**base, "verdicts": [{"decision": "enough"}]}) == "synthesize"  # type: ignore[typeddict-item]
+    assert (
+        route_after_assess({**base, "verdicts": [{"decision": "more"}], "bound_hit": "max_rounds"})  # type: ignore[typeddict-item]
+        == "synthesize"
+    )
+
+
+def test_memory_store_filter_is_the_callers() -> None:
+    assert corpus().filter_for(["hr"]) == SearchFilter(acl_groups=("hr", "public"))
