@@ -19,8 +19,13 @@ DEPTH = 100
 
 
 def rerank_status(store: Any) -> str | None:
-    """The configured cross-encoder, or None ("rerank: not configured")."""
-    return store.settings.rerank_model or None
+    """The usable cross-encoder folder, or None ("rerank: not configured")."""
+    from retrieval.rerank import RerankUnavailable, resolve_model_path
+
+    try:
+        return str(resolve_model_path(store.settings.rerank_model))
+    except RerankUnavailable:
+        return None
 
 
 def beir_variants(modes: Sequence[str], rerank_model: str | None) -> list[tuple[str, str, bool]]:

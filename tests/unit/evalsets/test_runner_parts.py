@@ -1,0 +1,74 @@
+"""Pure parts of the runner: mode parsing, BEIR variants, the index key, the plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalsets.beir import BEIR_MODES, beir_variants
+from evalsets.index import corpus_hash, eval_settings
+from evalsets.loaders import load_multihop
+from evalsets.plot import plot_modes
+from evalsets.runner import MODES, UnknownModeError, parse_modes
+from retrieval.settings import RetrievalSettings
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def test_parse_modes() -> None:
+    assert parse_modes("hybrid") == ["hybrid"]
+    assert parse_modes(" Lexical, dense,lexical ") == ["lexical", "dense"]
+    assert parse_modes("all") == list(MODES)
+    assert parse_modes("all", BEIR_MODES) == ["lexical", "dense", "hybrid"]
+
+
+@pytest.mark.parametrize("spec", ["", "lexical,vibes", "iterative"])
+def test_parse_modes_rejects_and_names_the_valid_ones(spec: str) -> None:
+    with pytest.raises(UnknownModeError) as err:
+        parse_modes(spec, BEIR_MODES)
+    assert "lexical, dense, hybrid" in str(err.value)
+
+
+def test_beir_variants_add_rerank_only_when_configured() -> None:
+    assert beir_variants(["lexical"], None) == [("lexical", "lexical", False)]
+    assert beir_variants(["lexical", "hybrid"], "/models/ce") == [
+        ("lexical", "lexical", False),
+        ("hybrid", "hybrid", False),
+        ("lexical+rerank", "lexical", True),
+        ("hybrid+rerank", "hybrid", True),
+    ]
+
+
+def test_corpus_hash_follows_content_and_model(tmp_path: Path) -> None:
+    records = load_multihop(FIX / "multihop.jsonl").records
+    settings = RetrievalSettings(home=tmp_path, embedding_model="/m/a")
+    same = corpus_hash(list(reversed(records)), settings)
+    assert corpus_hash(records, settings) == same  # order does not matter
+    assert corpus_hash(records[:-1], settings) != same
+    other_model = RetrievalSettings(home=tmp_path, embedding_model="/m/b")
+    assert corpus_hash(records, other_model) != same
+
+
+def test_eval_index_lives_apart_from_the_user_index(tmp_path: Path) -> None:
+    base = RetrievalSettings(home=tmp_path / "user")
+    settings, home = eval_settings(base, "abc123")
+    assert home == tmp_path / "user" / "eval" / "abc123"
+    assert settings.home == home
+    assert settings.es_index_prefix != base.es_index_prefix
+    assert settings.qdrant_collection_prefix != base.qdrant_collection_prefix
+
+
+def test_plot_skips_metrics_no_mode_has(tmp_path: Path) -> None:
+    report = {
+        "dataset": "x",
+        "questions": 3,
+        "corpus_passages": 9,
+        "budget": 10,
+        "modes": {
+            "lexical": {"support_recall_all": 0.5, "mrr": 0.7, "em": None},
+            "iterative": {"support_recall_all": 0.8, "mrr": 0.6, "em": 0.4},
+        },
+    }
+    path = plot_modes(report, tmp_path / "plots" / "r.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
