@@ -113,7 +113,7 @@ async def build_services(settings: ApiSettings) -> Services:
     tasks = TaskStore.open(settings.resolved_tasks_url())
     settings.home.mkdir(parents=True, exist_ok=True)
     store = Store.open(home=settings.home)
-    researcher = Researcher(store, checkpointer_path=settings.resolved_checkpoint_path())
+    researcher = Researcher(store, checkpointer_path=settings.checkpoint_path)
     return assemble(settings, keys, store, researcher, tasks)
 
 

@@ -27,7 +27,7 @@ class ApiSettings(BaseSettings):
         description="sqlite:///path (default <home>/tasks.sqlite); postgresql://... for scale",
     )
     checkpoint_path: Path | None = Field(
-        default=None, description="LangGraph checkpoints (default <home>/checkpoints.sqlite)"
+        default=None, description="LangGraph checkpoints (default: the research layer's)"
     )
     sources_file: Path | None = Field(
         default=None,
@@ -60,6 +60,3 @@ class ApiSettings(BaseSettings):
 
     def resolved_tasks_url(self) -> str:
         return self.tasks_url or f"sqlite:///{self.home / 'tasks.sqlite'}"
-
-    def resolved_checkpoint_path(self) -> Path:
-        return self.checkpoint_path or (self.home / "checkpoints.sqlite")

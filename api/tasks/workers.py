@@ -23,6 +23,7 @@ from api.schemas import TaskProgress, TaskRequest, WebhookDelivery
 from api.tasks.store import TaskStore
 from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, TraceEvent
+from graph.runner import UnknownRun
 
 log = logging.getLogger("waypoint.api.tasks")
 
@@ -67,13 +68,8 @@ def _progress_from(progress: TaskProgress, event: TraceEvent) -> TaskProgress:
     p.round = max(p.round, event.round)
     if event.type == "tool_call":
         p.tool_calls += 1
-    if event.type == "evidence":
-        size = data.get("pool_size", data.get("pool", data.get("total")))
-        if isinstance(size, int):
-            p.evidence = size
-        else:
-            added = data.get("added", data.get("ids"))
-            p.evidence += len(added) if isinstance(added, list) else 1
+    if event.type == "evidence" and isinstance(data.get("pool_size"), int):
+        p.evidence = data["pool_size"]
     return p
 
 
@@ -172,7 +168,7 @@ class WorkerPool:
         caller = Caller(user=row["user"], groups=self._groups_for(row), project=None)
         caller = caller.model_copy(update={"project": request.project or self._project_for(row)})
         progress = TaskProgress.model_validate_json(row["progress"] or "{}")
-        resume = bool(row["resume"]) and progress.events > 0
+        resume = bool(row["resume"])
 
         async def on_event(event: TraceEvent) -> None:
             nonlocal progress
@@ -188,14 +184,19 @@ class WorkerPool:
         )
         await self.feed.notify()
         log.info("task started", extra={"resume": resume})
-        if resume:
-            self.tasks.mark_resumed(task_id)
-            coro = self.researcher.resume(run_id, on_event=on_event)
-        else:
-            coro = self.researcher.run(
+
+        async def drive() -> ResearchResult:
+            if resume:
+                self.tasks.mark_resumed(task_id)
+                try:
+                    return await self.researcher.resume(run_id, on_event=on_event)
+                except UnknownRun:
+                    log.info("no trace of the run before the restart: starting it afresh")
+            return await self.researcher.run(
                 request.question, caller, request.run_options(), run_id=run_id, on_event=on_event
             )
-        runner = asyncio.create_task(coro)
+
+        runner = asyncio.create_task(drive())
         self._running[task_id] = runner
         try:
             result = await runner

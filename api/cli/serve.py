@@ -1,0 +1,118 @@
+"""`waypoint serve` (the HTTP service) and `waypoint mcp` (retrieval tools over MCP)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8000).")] = None,
+    index: IndexOption = None,
+) -> None:
+    """Serve the HTTP API, the /ui trace viewer and OpenAPI docs at /docs."""
+    import uvicorn
+    from pydantic import ValidationError
+
+    from api.app import create_app
+    from api.auth import AuthFileError, KeyRing
+    from api.logging import configure_logging
+    from api.settings import ApiSettings
+    from api.sources import SourcesFileError, load_sources_file
+    from api.tasks.store import TasksUrlError, sqlite_path_from_url
+
+    try:
+        settings = ApiSettings()
+    except ValidationError as exc:
+        fail(f"bad WAYPOINT_ setting: {' '.join(str(exc).split())[:300]}")
+    updates: dict[str, object] = {}
+    if host is not None:
+        updates["host"] = host
+    if port is not None:
+        updates["port"] = port
+    if index is not None:
+        updates["home"] = index
+    settings = settings.model_copy(update=updates)
+    # Check the configuration files up front: a bad file is one line and exit 2, not a
+    # traceback from inside the server's startup.
+    try:
+        KeyRing.from_file(settings.auth_file)
+        load_sources_file(settings.sources_file)
+        sqlite_path_from_url(settings.resolved_tasks_url())
+    except (AuthFileError, SourcesFileError, TasksUrlError) as exc:
+        fail(str(exc))
+    configure_logging(settings.log_level, settings.log_json)
+    app = create_app(settings)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=True,
+        timeout_graceful_shutdown=5,
+    )
+
+
+def mcp(
+    transport: Annotated[
+        Literal["stdio", "http"], typer.Option(help="stdio, or streamable HTTP.")
+    ] = "stdio",
+    host: Annotated[str, typer.Option(help="Bind address for --transport http.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for --transport http.")] = 8001,
+    as_user: AsUserOption = None,
+    project: Annotated[str | None, typer.Option(help="Scope (default: the caller's).")] = None,
+    index: IndexOption = None,
+) -> None:
+    """Serve search_knowledge, lookup_entity, get_document and get_neighbors over MCP,
+    under the ACL of $WAYPOINT_MCP_API_KEY's principal (or --as USER)."""
+    from api.auth import AuthFileError, KeyRing
+    from api.logging import configure_logging
+    from api.mcp_server import build_mcp_server
+    from api.settings import ApiSettings
+    from retrieval.store import Store, StoreError
+
+    settings = ApiSettings()
+    if as_user is not None:
+        caller = resolve_caller(as_user, project)
+    elif settings.mcp_api_key:
+        try:
+            principal = KeyRing.from_file(settings.auth_file).lookup(settings.mcp_api_key)
+        except AuthFileError as exc:
+            fail(str(exc))
+        if principal is None:
+            fail("WAYPOINT_MCP_API_KEY is not a key in WAYPOINT_AUTH_FILE")
+        caller = principal.caller(project)
+    else:
+        fail("say whose ACL the tools use: set WAYPOINT_MCP_API_KEY or pass --as USER")
+    # stdout is the protocol channel on stdio: logs go to stderr only.
+    configure_logging(settings.log_level, settings.log_json)
+    home = Path(index) if index is not None else settings.home
+    try:
+        store = Store.open(home=home)
+        server = build_mcp_server(store, caller)
+    except StoreError as exc:
+        fail(str(exc))
+    try:
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            if host not in ("127.0.0.1", "localhost", "::1"):
+                print(
+                    f"warning: MCP over HTTP bound to {host}: anyone who can reach it reads "
+                    f"as {caller.user}",
+                    file=sys.stderr,
+                )
+            server.run("streamable-http", host=host, port=port)
+    finally:
+        store.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.command("mcp")(mcp)
