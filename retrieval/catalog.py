@@ -19,6 +19,7 @@ from retrieval.records import Meta, Record
 
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
+PRAGMA synchronous=NORMAL;
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY,
     source TEXT NOT NULL,
@@ -136,42 +137,49 @@ class Catalog:
             ).fetchall()
         return [r[0] for r in rows]
 
-    def replace_document(self, records: Sequence[Record], vectors: dict[str, bytes | None]) -> None:
-        """Atomically replace one document's rows (all records share one doc_id)."""
-        first = records[0]
-        md = first.metadata
+    def replace_documents(
+        self, docs: Sequence[Sequence[Record]], vectors: dict[str, bytes | None]
+    ) -> None:
+        """Replace several documents' rows (each a list of one doc's chunks) in one
+        transaction: a batch is visible in the catalog all at once."""
         now = datetime.now(UTC).isoformat()
         with self._lock, self._conn:
-            self._conn.execute("DELETE FROM chunks WHERE doc_id=?", (first.doc_id,))
-            self._conn.executemany(
-                "INSERT INTO chunks(id, doc_id, chunk_index, record, vector) VALUES(?,?,?,?,?)",
-                [
-                    (r.id, r.doc_id, r.chunk_index, r.model_dump_json(), vectors.get(r.id))
-                    for r in records
-                ],
-            )
-            self._conn.execute(
-                "INSERT INTO documents(doc_id, source, title, content_hash, source_version, acl,"
-                " entities, timestamp, chunk_count, updated_at) VALUES(?,?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT(doc_id) DO UPDATE SET source=excluded.source, title=excluded.title,"
-                " content_hash=excluded.content_hash, source_version=excluded.source_version,"
-                " acl=excluded.acl, entities=excluded.entities, timestamp=excluded.timestamp,"
-                " chunk_count=excluded.chunk_count, updated_at=excluded.updated_at",
-                (
-                    first.doc_id,
-                    first.source,
-                    first.title,
-                    str(md.get(Meta.CONTENT_HASH, "")),
-                    str(md.get(Meta.SOURCE_VERSION, "")),
-                    json.dumps(first.acl),
-                    json.dumps(
-                        sorted({e for r in records for e in r.metadata.get(Meta.ENTITIES) or []})
-                    ),
-                    max(r.timestamp for r in records).isoformat(),
-                    len(records),
-                    now,
-                ),
-            )
+            for records in docs:
+                self._replace_one(records, vectors, now)
+
+    def _replace_one(
+        self, records: Sequence[Record], vectors: dict[str, bytes | None], now: str
+    ) -> None:
+        first = records[0]
+        md = first.metadata
+        self._conn.execute("DELETE FROM chunks WHERE doc_id=?", (first.doc_id,))
+        self._conn.executemany(
+            "INSERT INTO chunks(id, doc_id, chunk_index, record, vector) VALUES(?,?,?,?,?)",
+            [
+                (r.id, r.doc_id, r.chunk_index, r.model_dump_json(), vectors.get(r.id))
+                for r in records
+            ],
+        )
+        self._conn.execute(
+            "INSERT INTO documents(doc_id, source, title, content_hash, source_version, acl,"
+            " entities, timestamp, chunk_count, updated_at) VALUES(?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT(doc_id) DO UPDATE SET source=excluded.source, title=excluded.title,"
+            " content_hash=excluded.content_hash, source_version=excluded.source_version,"
+            " acl=excluded.acl, entities=excluded.entities, timestamp=excluded.timestamp,"
+            " chunk_count=excluded.chunk_count, updated_at=excluded.updated_at",
+            (
+                first.doc_id,
+                first.source,
+                first.title,
+                str(md.get(Meta.CONTENT_HASH, "")),
+                str(md.get(Meta.SOURCE_VERSION, "")),
+                json.dumps(first.acl),
+                json.dumps(_entities(records)),
+                max(r.timestamp for r in records).isoformat(),
+                len(records),
+                now,
+            ),
+        )
 
     def delete_document(self, doc_id: str) -> None:
         with self._lock, self._conn:

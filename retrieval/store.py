@@ -214,26 +214,24 @@ class Store:
         vec_by_id.update(zip([r.id for r in to_embed], fresh, strict=True))
         vectors = [vec_by_id[r.id] for r in dense_recs]
         lexical_recs = [r for r in flat if "lexical" in r.legs]
+        stale_dense: list[str] = []
+        stale_lexical: list[str] = []
+        for recs in docs:
+            new_ids = {r.id for r in recs}
+            stale = [i for i in self.catalog.chunk_ids(recs[0].doc_id) if i not in new_ids]
+            # A chunk that moved between legs must leave the leg it no longer belongs to.
+            stale_dense += stale + [r.id for r in recs if "dense" not in r.legs]
+            stale_lexical += stale + [r.id for r in recs if "lexical" not in r.legs]
         # Same ids are overwritten in place, so a concurrent reader sees the old or the
-        # new chunk, never neither and never both; surplus old chunks go afterwards.
-        if lexical_recs:
-            self.lexical.upsert(lexical_recs)
+        # new chunk, never neither and never both. The lexical engine drops a shrunken
+        # document's surplus chunks in the same commit; the dense leg right after.
+        if lexical_recs or stale_lexical:
+            self.lexical.upsert(lexical_recs, delete_ids=stale_lexical)
         if dense_recs:
             self.dense.upsert(dense_recs, vectors)
-        for recs in docs:
-            doc_id = recs[0].doc_id
-            new_ids = {r.id for r in recs}
-            stale = [i for i in self.catalog.chunk_ids(doc_id) if i not in new_ids]
-            # A chunk that moved between legs must leave the leg it no longer belongs to.
-            lex_only_now = [r.id for r in recs if "dense" not in r.legs]
-            dense_only_now = [r.id for r in recs if "lexical" not in r.legs]
-            if stale or lex_only_now:
-                self.dense.delete(stale + lex_only_now)
-            if stale or dense_only_now:
-                self.lexical.delete(stale + dense_only_now)
-            self.catalog.replace_document(
-                recs, {rid: _pack(v) for rid, v in vec_by_id.items() if rid in new_ids}
-            )
+        if stale_dense:
+            self.dense.delete(stale_dense)
+        self.catalog.replace_documents(docs, {rid: _pack(v) for rid, v in vec_by_id.items()})
         report.records_indexed += len(flat)
         return len(flat)
 

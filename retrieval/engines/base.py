@@ -57,7 +57,9 @@ class LexicalEngine(Protocol):
 
     name: str
 
-    def upsert(self, records: Sequence[Record]) -> None: ...
+    def upsert(self, records: Sequence[Record], *, delete_ids: Sequence[str] = ()) -> None:
+        """Add or replace records and drop ``delete_ids`` in one commit (atomic swap)."""
+        ...
 
     def delete(self, ids: Sequence[str]) -> None: ...
 
