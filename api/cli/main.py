@@ -20,6 +20,7 @@ app = typer.Typer(
 _AREAS = [
     "api.cli.index",
     "api.cli.eval",
+    "api.cli.research",
     "api.cli.serve",
 ]
 

@@ -1,0 +1,161 @@
+"""`waypoint ask | trace`: research a question with cited answers; inspect a stored run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+from rich.tree import Tree
+
+from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
+from graph.models import ResearchResult, RunOptions, TraceEvent
+
+console = Console()
+
+
+def _researcher(index: Path | None, must_exist: bool):  # noqa: ANN202 - Researcher
+    from api.cli.index import open_store
+    from graph.runner import Researcher
+    from graph.settings import GraphSettings
+
+    try:
+        settings = GraphSettings()
+    except ValueError as exc:
+        fail(f"bad WAYPOINT_ setting: {' '.join(str(exc).split())[:200]}")
+    store = open_store(index, must_exist=must_exist)
+    return Researcher(store, settings), store
+
+
+def _short(args: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in args.items() if k != "k")
+
+
+def render_trace(events: list[TraceEvent]) -> Tree:
+    """Rounds -> plan, calls, what entered the pool, verdict; then the synthesis."""
+    meta = next((e.data for e in events if e.type == "metadata"), {})
+    root = Tree(
+        f"[bold]run[/bold] {events[0].run_id if events else '?'}: {meta.get('question', '')}"
+    )
+    rounds: dict[int, Tree] = {}
+    synth: Tree | None = None
+
+    def round_node(n: int) -> Tree:
+        if n not in rounds:
+            rounds[n] = root.add(f"[bold cyan]round {n}[/bold cyan]")
+        return rounds[n]
+
+    for e in events:
+        d = e.data
+        if e.type == "plan":
+            node = round_node(e.round).add(f"plan: {len(d.get('calls', []))} call(s)")
+            for c in d.get("calls", []):
+                node.add(f"{c['tool']}({_short(c['args'])})  [dim]{c.get('reason', '')}[/dim]")
+        elif e.type == "tool_result":
+            status = "[green]ok[/green]" if d.get("ok") else f"[red]failed[/red] {d.get('error')}"
+            titles = ", ".join(r["title"] for r in d.get("results", [])[:3])
+            round_node(e.round).add(
+                f"{d.get('tool')}({d.get('query')!r}) {status} "
+                f"{len(d.get('results', []))} hit(s) {d.get('duration_ms')} ms  [dim]{titles}[/dim]"
+            )
+        elif e.type == "evidence" and e.node == "fuse":
+            entered = [x["title"] or x["id"] for x in d.get("entered", [])]
+            round_node(e.round).add(
+                f"pool +{len(entered)} -> {d.get('pool_size')}  [dim]{', '.join(entered[:6])}[/dim]"
+            )
+        elif e.type == "round":
+            bound = f" [red]bound: {d['bound_hit']}[/red]" if d.get("bound_hit") else ""
+            missing = f" missing: {', '.join(d['missing'])}" if d.get("missing") else ""
+            round_node(e.round).add(
+                f"verdict: [bold]{d.get('decision')}[/bold] - {d.get('reason')}{missing}{bound}"
+            )
+        elif e.type == "node_end" and e.node == "synthesize":
+            (synth or root.add("synthesis")).add(f"{e.data.get('duration_ms')} ms")
+        elif e.type == "citation":
+            synth = synth or root.add("[bold]synthesis[/bold]")
+            synth.add(f"[{d.get('n')}] {d.get('title')} ({d.get('evidence_id')})")
+        elif e.type == "error":
+            root.add(f"[red]error[/red] {d.get('error')}")
+    return root
+
+
+def print_result(result: ResearchResult) -> None:
+    console.print(result.answer, markup=False, highlight=False)
+    if result.citations:
+        console.print("\n[bold]Sources[/bold]")
+        for c in result.citations:
+            console.print(f"  [{c.n}] {c.title} ({c.evidence_id})", markup=False, highlight=False)
+    for w in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    console.print(
+        f"[dim]run {result.run_id} - {result.mode}, {result.rounds} round(s), "
+        f"{result.tool_calls} tool call(s)[/dim]"
+    )
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="The question to research.")],
+    mode: Annotated[
+        str, typer.Option(help="hybrid (one search round) or iterative (the loop).")
+    ] = "iterative",
+    max_rounds: Annotated[int, typer.Option(min=1, max=10, help="Round bound.")] = 4,
+    budget: Annotated[int, typer.Option(min=1, max=100, help="Evidence items read.")] = 10,
+    project: Annotated[str | None, typer.Option(help="Restrict to a project's sources.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    trace: Annotated[bool, typer.Option("--trace", help="Print the rounds as a tree.")] = False,
+    as_user: AsUserOption = None,
+    index: IndexOption = None,
+) -> None:
+    """Research a question over the index and print a cited answer."""
+    if mode not in ("hybrid", "iterative"):
+        fail(f"--mode must be hybrid or iterative, not {mode!r}")
+    if not question.strip():
+        fail("the question is empty")
+    caller = resolve_caller(as_user, project)
+    checked_mode: Literal["hybrid", "iterative"] = "hybrid" if mode == "hybrid" else "iterative"
+    options = RunOptions(mode=checked_mode, max_rounds=max_rounds, budget=budget)
+    researcher, store = _researcher(index, must_exist=True)
+    try:
+        result = asyncio.run(researcher.run(question, caller, options))
+        if json_out:
+            typer.echo(result.model_dump_json(indent=2))
+        else:
+            print_result(result)
+        if trace and not json_out:
+            console.print(render_trace(researcher.get_trace(result.run_id)))
+    except ValueError as exc:
+        fail(str(exc))
+    finally:
+        researcher.close()
+        store.close()
+
+
+def trace_cmd(
+    run_id: Annotated[str, typer.Argument(help="A run id printed by `waypoint ask`.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the events as JSON.")] = False,
+    index: IndexOption = None,
+) -> None:
+    """Print the stored trace of a run."""
+    researcher, store = _researcher(index, must_exist=True)
+    try:
+        events = researcher.get_trace(run_id)
+        if not events:
+            fail(f"no run {run_id!r} in this index")
+        if json_out:
+            typer.echo(json.dumps([e.model_dump() for e in events], indent=2, default=str))
+        else:
+            console.print(render_trace(events))
+            result = researcher.get_result(run_id)
+            if result is not None:
+                print_result(result)
+    finally:
+        researcher.close()
+        store.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ask")(ask)
+    app.command("trace")(trace_cmd)
