@@ -70,3 +70,22 @@ def test_idf_gate_drops_filler_keeps_dense_text() -> None:
     dropped, means = idf_gate(items, corpus.doc_freq, threshold=2.5)
     assert dropped == {"c1"}
     assert means["c1"] < 2.5 <= min(means["c2"], means["c3"])
+
+
+def test_engine_analyser_keys_the_lookup() -> None:
+    # An engine that stems answers doc_freq with stemmed keys; the gate must ask with the
+    # same analyser or every stemmed word would look unseen (maximally rare).
+    def stem(text: str) -> list[str]:
+        return [w.lower().rstrip("s") for w in text.split()]
+
+    asked: list[list[str]] = []
+
+    def doc_freq(terms: Sequence[str]) -> tuple[Mapping[str, int], int]:
+        asked.append(list(terms))
+        return {t: 50 for t in terms}, 100
+
+    means = mean_idf_many(["Brokers rotate certificates"], doc_freq, analyse=stem)
+    assert asked == [["broker", "certificate", "rotate"]]
+    stats = DocFreq(n_docs=100)
+    stats.df.update({"broker": 50, "certificate": 50, "rotate": 50})
+    assert means[0] == pytest.approx(stats.idf("broker"))
