@@ -1,0 +1,101 @@
+"""`waypoint ingest / search / sources / delete` in-process (typer runner, real engines)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from api.cli.main import _register_all, app
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "connectors"
+
+
+@pytest.fixture(scope="module")
+def cli():
+    if not app.registered_commands:
+        _register_all()
+    runner = CliRunner()
+
+    def run(*args: str, env: dict[str, str] | None = None):
+        return runner.invoke(app, list(args), env=env)
+
+    return run
+
+
+def _docs(tmp_path: Path) -> Path:
+    root = tmp_path / "wiki"
+    (root / "teams").mkdir(parents=True)
+    (root / "teams" / "payments.md").write_text(
+        "# Payments team\n\nThe payments team owns ledger-service. Lead: Dana Okafor.\n"
+    )
+    (root / "secret.md").write_text(
+        "---\ntitle: Salary bands\nacl: [hr]\n---\n# Salary bands\n\nBand L5 tops at 190k.\n"
+    )
+    (root / "blob.md").write_bytes(b"\x00\x01binary\x00junk")
+    return root
+
+
+def test_ingest_reports_summary_and_skips_bad_file(cli, tmp_path):
+    index = tmp_path / "idx"
+    res = cli("ingest", str(_docs(tmp_path)), "--index", str(index), "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    assert summary["added"] == 2 and summary["unchanged"] == 0
+    assert any("blob.md" in f["path"] for f in summary["failed"])
+    again = json.loads(
+        cli("ingest", str(tmp_path / "wiki"), "--index", str(index), "--json")
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, 2)
+    assert again["embeddings"] == 0
+
+
+def test_search_respects_acl_and_explains(cli, tmp_path):
+    index = tmp_path / "idx"
+    cli("ingest", str(_docs(tmp_path)), "--index", str(index), "--project", "acme")
+    users = tmp_path / "users.json"
+    users.write_text(json.dumps({"users": {"hana": {"groups": ["hr"]}, "eve": {"groups": []}}}))
+    env = {"WAYPOINT_USERS_FILE": str(users)}
+    as_eve = cli(
+        "search", "salary band L5", "--index", str(index), "--json", "--as", "eve", env=env
+    )
+    assert as_eve.exit_code == 0, as_eve.output
+    assert all("secret" not in h["doc_id"] for h in json.loads(as_eve.stdout)["hits"])
+    as_hana = cli(
+        "search", "salary band L5", "--index", str(index), "--json", "--as", "hana", env=env
+    )
+    assert json.loads(as_hana.stdout)["hits"][0]["doc_id"] == "wiki:secret.md"
+    explained = cli("search", "who owns ledger-service", "--index", str(index), "--explain")
+    assert explained.exit_code == 0
+    for stage in ("rewritten:", "leg: lexical", "leg: dense", "fused (RRF)", "timings:"):
+        assert stage in explained.stdout
+    unknown = cli("search", "x", "--index", str(index), "--as", "mallory", env=env)
+    assert unknown.exit_code == 2 and "unknown user" in unknown.output
+
+
+def test_usage_errors_exit_2_with_one_line(cli, tmp_path):
+    missing = cli("ingest", str(tmp_path / "nope"), "--index", str(tmp_path / "i"))
+    assert missing.exit_code == 2 and "no such file" in missing.output
+    no_index = cli("search", "anything", "--index", str(tmp_path / "empty"))
+    assert no_index.exit_code == 2 and "waypoint ingest" in no_index.output
+    assert "Traceback" not in no_index.output
+    bad_leg = cli("search", "q", "--index", str(tmp_path / "empty"), "--legs", "sparse")
+    assert bad_leg.exit_code == 2 and "unknown leg" in bad_leg.output
+
+
+def test_sources_and_delete(cli, tmp_path):
+    index = tmp_path / "idx"
+    cli("ingest", str(_docs(tmp_path)), "--index", str(index), "--project", "acme")
+    cli("ingest", str(FIXTURES / "tickets.json"), "--source", "tickets", "--index", str(index))
+    listed = json.loads(cli("sources", "--index", str(index), "--json").stdout)
+    by_name = {s["name"]: s for s in listed}
+    assert set(by_name) == {"wiki", "tickets"} and by_name["wiki"]["projects"] == ["acme"]
+    assert cli("delete", "wiki:teams/payments.md", "--index", str(index)).exit_code == 0
+    res = cli("search", "ledger-service Dana", "--index", str(index), "--json")
+    assert all(h["doc_id"] != "wiki:teams/payments.md" for h in json.loads(res.stdout)["hits"])
+    assert cli("delete", "tickets", "--index", str(index)).exit_code == 0
+    assert cli("delete", "nothing-here", "--index", str(index)).exit_code == 2
