@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.waypoint-setup
 export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
 DEMO_HOME := $(CURDIR)/.waypoint/demo
-DEMO_QUESTION ?= Who leads the team that owns the service behind incident OPS-101?
+DEMO_QUESTION ?= Ticket OPS-142 reports a spike of ERR-4012 errors. Who leads the team that owns the affected service?
 
 .PHONY: setup demo test test-unit test-integration test-e2e lint bench clean help
 
@@ -38,7 +38,7 @@ demo: setup
 	$(BIN)/waypoint ingest evalsets/acme/corpus/slack --source slack --project acme --index $(DEMO_HOME)
 	$(BIN)/waypoint ingest evalsets/acme/corpus/tickets/tickets.json --source tickets --project acme --index $(DEMO_HOME)
 	$(BIN)/waypoint ingest evalsets/acme/corpus/code --source code --project acme --index $(DEMO_HOME)
-	$(BIN)/waypoint search "ERR-4012 ledger timeouts" --explain --k 5 --index $(DEMO_HOME)
+	$(BIN)/waypoint search "ERR-4012 errors" --explain --k 5 --index $(DEMO_HOME)
 	$(BIN)/waypoint ask "$(DEMO_QUESTION)" --trace --index $(DEMO_HOME)
 
 test: setup
