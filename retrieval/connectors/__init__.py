@@ -123,12 +123,27 @@ def load_path(
     else:
         connector = FilesConnector(ctx)
     records = _run(connector, root, ctx)
+    if isinstance(connector, FilesConnector):
+        records.extend(_load_exports(connector.exports, ctx))
     return ConnectorResult(
         records, ctx.failures, ctx.skipped, kind, source, connector.sync_interval
     )
 
 
-def _is_ticket_file(path: Path, ctx: LoadContext) -> bool:
+def _load_exports(paths: list[Path], ctx: LoadContext) -> list[Record]:
+    """JSONL and ticket-export files found inside a folder, each by its own connector
+    (ids stay ``<source>:<native id>``). Other JSON is skipped, not failed: a folder of
+    pages may well hold unrelated JSON."""
+    records: list[Record] = []
+    for path in paths:
+        if detect_kind(path) == "jsonl":
+            records.extend(_run(JsonlConnector(ctx), path, ctx))
+        elif _is_ticket_file(path, ctx, in_folder=True):
+            records.extend(_run(TicketsConnector(ctx), path, ctx))
+    return records
+
+
+def _is_ticket_file(path: Path, ctx: LoadContext, in_folder: bool = False) -> bool:
     limit = ctx.settings.max_file_bytes
     try:
         size = path.stat().st_size
@@ -145,7 +160,8 @@ def _is_ticket_file(path: Path, ctx: LoadContext) -> bool:
     if isinstance(data, dict) and isinstance(data.get("issues"), list):
         data = data["issues"]
     if not looks_like_tickets(data):
-        ctx.fail(path, "unsupported JSON: not a ticket export (list of {key, fields})")
+        reason = "unsupported JSON: not a ticket export (list of {key, fields})"
+        (ctx.skip if in_folder else ctx.fail)(path, reason)
         return False
     return True
 

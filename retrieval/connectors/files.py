@@ -38,6 +38,12 @@ _LIST_KEYS = {"acl", "entities", "tags", "aliases"}
 _CONSUMED_KEYS = {"title", "acl", "author", "updated", "date", "entities", "project", "url"}
 
 
+def is_export_file(path: Path) -> bool:
+    """A .jsonl / .jsonl.gz / .json file: a collection for another connector, not a page."""
+    name = path.name.lower()
+    return name.endswith((".jsonl", ".jsonl.gz", ".json"))
+
+
 @dataclass(frozen=True)
 class FileItem:
     path: Path
@@ -54,9 +60,10 @@ class FilesConnector(BaseConnector[FileItem]):
     kind = "files"
     sync_interval = timedelta(hours=1)
 
-    def __init__(self, ctx: LoadContext, root: Path | None = None) -> None:
+    def __init__(self, ctx: LoadContext) -> None:
         super().__init__(ctx)
-        self.root = root
+        # JSONL / JSON export files met while walking a folder (see ``is_export_file``).
+        self.exports: list[Path] = []
 
     def fetch(self, path: Path) -> Iterator[FileItem]:
         if path.is_file():
@@ -67,6 +74,9 @@ class FilesConnector(BaseConnector[FileItem]):
             if any(part.startswith(".") for part in rel.parts):
                 continue  # hidden files and folders (.git, .DS_Store...) are not documents
             if child.is_dir():
+                continue
+            if is_export_file(child):
+                self.exports.append(child)  # loaded by its own connector (load_path)
                 continue
             if child.suffix.lower() not in SUFFIXES:
                 self.ctx.skip(child, f"unsupported file type {child.suffix or '(none)'}")

@@ -458,3 +458,20 @@ def test_detect_kind_and_bad_arguments(tmp_path: Path) -> None:
 def test_ids_are_stable_across_loads() -> None:
     for path in (WIKI, PASSAGES, SLACK, TICKETS):
         assert [r.id for r in load_path(path).records] == [r.id for r in load_path(path).records]
+
+
+def test_folder_dispatches_export_files_to_their_connectors(tmp_path: Path) -> None:
+    root = tmp_path / "mixed"
+    (root / "exports").mkdir(parents=True)
+    shutil.copy(TICKETS, root / "exports" / "tickets.json")
+    shutil.copy(PASSAGES, root / "passages.jsonl")
+    (root / "settings.json").write_text('{"theme": "dark"}')
+    (root / "page.md").write_text("# Page\n\nText.\n")
+    result = load_path(root, source="mixed")
+    docs = set(by_doc(result.records))
+    assert {"mixed:page.md", "mixed:PAY-101", "mixed:p1"} <= docs
+    assert (
+        str(root / "settings.json"),
+        "unsupported JSON: not a ticket export (list of {key, fields})",
+    ) in result.skipped
+    assert any(w.endswith("passages.jsonl:3") for w, _ in result.failures)
