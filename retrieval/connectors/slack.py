@@ -136,8 +136,7 @@ class DeterministicDistiller:
         if not messages:
             return Distilled("", "", "", [])
         first = messages[0]
-        first_sentences = _sentences(first.text.split("\n", 1)[0]) or [first.text]
-        question = next((s for s in _sentences(first.text) if s.endswith("?")), first_sentences[0])
+        question = self._question(first.text)
         resolution_msg = self._resolution(messages[1:], asker=first.user)
         participants = dedupe([m.user for m in messages])
         summary_bits = self._salient(messages, stats, exclude={question}, skip=resolution_msg)
@@ -151,6 +150,16 @@ class DeterministicDistiller:
             resolution=resolution,
             systems=extract_systems("\n".join(m.text for m in messages)),
         )
+
+    @staticmethod
+    def _question(text: str) -> str:
+        """The first line when it fits one line (a lone "Anyone know what that is?" loses
+        the context before it); a long first line gives its first question sentence."""
+        line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text.strip())
+        if len(line) <= _MAX_LINE:
+            return line
+        sentences = _sentences(line) or [line]
+        return next((s for s in sentences if s.endswith("?")), sentences[0])
 
     @staticmethod
     def _resolution(replies: Sequence[SlackMessage], asker: str) -> SlackMessage | None:

@@ -280,7 +280,9 @@ def test_slack_thread_records_legs_and_ids(slack_records: list[Record]) -> None:
         "Resolution",
         "Systems",
     ]
-    assert lines[0] == "Question: Why is checkout returning 502s since this morning?"
+    assert lines[0] == (
+        "Question: Why is checkout returning 502s since this morning? @Bob Okafor any idea"
+    )
     assert (
         lines[2] == "Resolution: Confirmed fixed: no 502s since the pool change, closing INC-2041."
     )
@@ -304,7 +306,7 @@ def test_slack_dense_burst_accepted_filler_rejected(slack_records: list[Record])
     assert burst.metadata[Meta.AUTHOR] == "Bob Okafor"
     assert burst.text.startswith("Bob Okafor: Looking.") and "Bob Okafor: Mitigation" in burst.text
     assert burst.metadata["mean_idf"] >= burst.metadata["idf_threshold"]
-    assert burst.embed_text.startswith("Why is checkout returning 502s since this morning?\n")
+    assert burst.embed_text.startswith("Why is checkout returning 502s since this morning? @Bob")
     # Nothing made of filler reaches the dense leg.
     dense_texts = " ".join(r.text for r in slack_records if "dense" in r.legs)
     for filler in ("thanks!", "+1", "lol ok", "sounds good to me"):
@@ -475,3 +477,25 @@ def test_folder_dispatches_export_files_to_their_connectors(tmp_path: Path) -> N
         "unsupported JSON: not a ticket export (list of {key, fields})",
     ) in result.skipped
     assert any(w.endswith("passages.jsonl:3") for w, _ in result.failures)
+
+
+def test_deterministic_question_and_resolution_rules() -> None:
+    from retrieval.connectors.slack import Channel, DeterministicDistiller, SlackMessage
+
+    channel = Channel("eng-help", False, ["public"])
+    long_intro = "We migrated the reconcile job to the new scheduler last week. " * 4
+    thread = SlackThread(
+        channel,
+        "1.0",
+        [
+            SlackMessage("1.0", "Ann", long_intro + "Why does it now start twice? Logs attached."),
+            SlackMessage("2.0", "Ben", "The cron entry in cronhound is still enabled."),
+            SlackMessage("3.0", "Ann", "thanks!"),
+        ],
+    )
+    distilled = DeterministicDistiller().distill(thread, DocFreq())
+    assert distilled.question == "Why does it now start twice?"
+    # No fix-like wording: the last substantive reply by someone else than the asker.
+    assert distilled.resolution == "The cron entry in cronhound is still enabled."
+    short = SlackThread(channel, "1.0", [SlackMessage("1.0", "Ann", "Build is red. Anyone?")])
+    assert DeterministicDistiller().distill(short, DocFreq()).question == "Build is red. Anyone?"
