@@ -14,7 +14,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
 from api.errors import ApiError, ErrorBody
-from api.logging import bound
+from api.logging import bound, run_id_var
 from api.schemas import AnswerRequest
 from api.tasks.store import new_id
 from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
@@ -50,6 +50,7 @@ async def create_answer(
     caller = resolve_caller(services, principal, body.question, body.project)
     options = body.run_options()
     run_id = new_id("run")
+    run_id_var.set(run_id)  # the request's remaining log lines (access log too) carry it
     services.tasks.register_run(run_id, principal.user, body.question, kind="answer")
     if accept and "text/event-stream" in accept:
         return EventSourceResponse(

@@ -14,6 +14,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
 from api.errors import ApiError, ErrorBody, not_found
+from api.logging import run_id_var, task_id_var
 from api.schemas import TERMINAL, Task, TaskList, TaskRequest
 from api.webhooks import WebhookUrlError, check_destination
 
@@ -110,6 +111,8 @@ async def _create(services: Services, principal: Any, body: TaskRequest) -> Task
         principal.user, principal.key_id, body.model_dump(mode="json"), body.webhook_url
     )
     services.pool.notify()
+    task_id_var.set(task.id)
+    run_id_var.set(task.run_id)
     log.info("task queued", extra={"task_id": task.id, "run_id": task.run_id})
     return task
 
