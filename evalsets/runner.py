@@ -12,9 +12,11 @@ side by side:
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from evalsets.loaders import EvalQuestion, EvalSet
@@ -76,12 +78,24 @@ class ModeRunner:
     mode: str
     budget: int
     _researcher: Any = field(default=None, init=False)
+    _scratch: Any = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.mode == "iterative":
             from graph.runner import Researcher
 
-            self._researcher = Researcher(self.store)
+            # Checkpoints and traces of eval runs are throwaway: keep them out of the
+            # cached index home so reuse stays clean and nothing accumulates.
+            self._scratch = tempfile.TemporaryDirectory(prefix="waypoint-eval-runs-")
+            self._researcher = Researcher(
+                self.store, checkpointer_path=Path(self._scratch.name) / "runs.sqlite"
+            )
+
+    def close(self) -> None:
+        if self._researcher is not None:
+            self._researcher.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
     async def answer(self, q: EvalQuestion) -> Outcome:
         out = _outcome(q)
@@ -144,18 +158,21 @@ async def run_mode(
     runner = ModeRunner(store, mode, budget)
     outcomes: list[Outcome] = []
     errors: list[str] = []
-    for i, q in enumerate(questions, start=1):
-        try:
-            outcomes.append(await runner.answer(q))
-        except Exception as exc:  # recorded per question, counted in "errors"
-            out = _outcome(q)
-            out.error = f"{type(exc).__name__}: {exc}"
-            if mode == "iterative":
-                out.answer, out.cited, out.refused = "", [], False
-            outcomes.append(out)
-            errors.append(f"{mode} {q.id}: {out.error}")
-        if on_progress:
-            on_progress(mode, i)
+    try:
+        for i, q in enumerate(questions, start=1):
+            try:
+                outcomes.append(await runner.answer(q))
+            except Exception as exc:  # recorded per question, counted in "errors"
+                out = _outcome(q)
+                out.error = f"{type(exc).__name__}: {exc}"
+                if mode == "iterative":
+                    out.answer, out.cited, out.refused = "", [], False
+                outcomes.append(out)
+                errors.append(f"{mode} {q.id}: {out.error}")
+            if on_progress:
+                on_progress(mode, i)
+    finally:
+        runner.close()
     return outcomes, errors
 
 
