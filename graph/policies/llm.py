@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import openai
 from pydantic import BaseModel, Field, ValidationError
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from graph.extractive import CANNOT_ANSWER, extractive_answer
 from graph.policies.base import Answer, AssessStep, OnToken, PlanStep, Verdict, View
@@ -41,9 +41,10 @@ ToolName = Literal["search_knowledge", "lookup_entity", "get_document", "get_nei
 
 
 class PlannedCall(BaseModel):
+    # Lengths are bounded in the schema so a constrained decoder cannot ramble.
     tool: ToolName
-    input: str = Field(min_length=1, max_length=500)
-    reason: str = ""
+    input: str = Field(min_length=1, max_length=200)
+    reason: str = Field(default="", max_length=160)
 
 
 class PlanOut(BaseModel):
@@ -52,13 +53,25 @@ class PlanOut(BaseModel):
 
 class VerdictOut(BaseModel):
     decision: Literal["enough", "more", "next"]
-    reason: str = ""
-    missing: list[str] = Field(default_factory=list)
+    reason: str = Field(default="", max_length=200)
+    missing: list[str] = Field(default_factory=list, max_length=5)
     calls: list[PlannedCall] = Field(default_factory=list, max_length=MAX_CALLS)
 
 
 class LLMUnavailable(RuntimeError):
     pass
+
+
+def _is_dialect_error(exc: BaseException) -> bool:
+    """The server rejected the OpenAI ``json_schema`` response format (llama-cpp-python
+    answers 500 with a validation error naming ``response_format``)."""
+    if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and "response_format" in str(exc)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, _TRANSIENT) and not _is_dialect_error(exc)
 
 
 def _to_calls(planned: list[PlannedCall], k: int) -> list[ToolCall]:
@@ -92,7 +105,7 @@ class LLMPolicy:
         return AsyncRetrying(
             stop=stop_after_attempt(self.settings.llm_max_retries + 1),
             wait=wait_exponential(multiplier=0.3, max=3.0),
-            retry=retry_if_exception_type(_TRANSIENT),
+            retry=retry_if_exception(_is_transient),
             reraise=True,
         )
 
@@ -106,7 +119,7 @@ class LLMPolicy:
     ) -> tuple[BaseModel, int]:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         schema = model.model_json_schema()
-        for style_attempt in range(2):
+        for _dialect in range(2):
             try:
                 async for attempt in self._retrying():
                     with attempt:
@@ -115,13 +128,13 @@ class LLMPolicy:
                             messages=messages,
                             response_format=self._response_format(name, schema),
                             temperature=0,
-                            max_tokens=400,
+                            max_tokens=700,
                         )
                 break
-            except openai.BadRequestError:
+            except openai.APIStatusError as exc:
                 # A server that does not know the OpenAI json_schema format: use the
                 # schema-in-json_object dialect from now on.
-                if style_attempt or self._schema_style == "json_object":
+                if not _is_dialect_error(exc) or self._schema_style == "json_object":
                     raise
                 self._schema_style = "json_object"
         content = (resp.choices[0].message.content or "").strip() if resp.choices else ""

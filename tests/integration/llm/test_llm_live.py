@@ -1,0 +1,87 @@
+"""The LLM policy against a real llama.cpp server (SmolLM2-135M) over a real Store.
+
+The model is too small to judge sufficiency; these tests check the protocol path:
+schema-constrained plan and verdict parse, the answer streams, a dead server degrades.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graph.models import Caller, RunOptions, TraceEvent
+from graph.policies.llm import LLMPolicy
+from graph.runner import Researcher
+from graph.settings import GraphSettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+QUESTION = "Which group does the author of the Ledger runbook head?"
+
+
+@pytest.fixture
+def corpus_store(store: Any, record_factory: Callable[..., Any]) -> Any:
+    store.ingest(
+        [
+            record_factory(
+                "runbook", "The Ledger runbook was written by Dana Ruiz.", title="Ledger runbook"
+            ),
+            record_factory(
+                "dana", "Dana Ruiz heads the Payments Platform group.", title="Dana Ruiz"
+            ),
+            record_factory("cafe", "The cafeteria opens at eight.", title="Cafeteria"),
+        ]
+    )
+    return store
+
+
+def _researcher(store: Any, base_url: str, tmp_path: Path, **kw: Any) -> Researcher:
+    settings = GraphSettings(
+        policy="llm",
+        llm_base_url=base_url,
+        llm_timeout_s=kw.pop("timeout", 240),
+        llm_max_retries=kw.pop("retries", 1),
+        llm_max_answer_tokens=64,
+    )
+    return Researcher(store, settings, checkpointer_path=tmp_path / "runs.sqlite")
+
+
+async def test_plan_and_verdict_parse_and_the_answer_streams(
+    llama_server: Any, corpus_store: Any, tmp_path: Path
+) -> None:
+    r = _researcher(corpus_store, llama_server.base_url, tmp_path)
+    assert isinstance(r.policy, LLMPolicy)
+    events: list[TraceEvent] = []
+
+    async def collect(e: TraceEvent) -> None:
+        events.append(e)
+
+    result = await r.run(QUESTION, Caller(), RunOptions(max_rounds=1, budget=3), on_event=collect)
+    failed = [w for w in result.warnings if "llm" in w and "failed" in w]
+    assert not failed, failed  # plan, verdict and answer all came from the model
+    assert [e for e in events if e.type == "plan"][0].data["calls"]
+    assert all(
+        e.data["decision"] in ("enough", "more", "next") for e in events if e.type == "round"
+    )
+    tokens = [e for e in events if e.type == "token"]
+    done = next(e for e in events if e.type == "done")
+    assert len(tokens) > 1 and tokens[-1].seq < done.seq
+    assert result.usage["tokens"] > 0
+
+
+async def test_killing_the_server_mid_run_degrades_to_the_extractive_answer(
+    llama_server_factory: Callable[[], Any], corpus_store: Any, tmp_path: Path
+) -> None:
+    server = llama_server_factory()
+    r = _researcher(corpus_store, server.base_url, tmp_path, timeout=30, retries=1)
+
+    async def kill_before_answer(e: TraceEvent) -> None:
+        if e.type == "node_start" and e.node == "synthesize":
+            server.kill()
+
+    result = await r.run(QUESTION, Caller(), RunOptions(max_rounds=1, budget=3), on_event=kill_before_answer)
+    assert any("llm answer failed" in w and "extractive" in w for w in result.warnings)
+    assert result.answer and result.citations  # grounded, cited, from the evidence
