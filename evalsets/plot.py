@@ -28,7 +28,7 @@ def plot_modes(report: dict[str, Any], path: Path) -> Path:
     metrics = [m for m in PLOTTED if any(v.get(m) is not None for v in modes.values())]
     n_modes = max(len(modes), 1)
     width = 0.8 / n_modes
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(metrics) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.3 * len(metrics) + 3), 4.5))
     for i, (mode, values) in enumerate(modes.items()):
         xs = [j + (i - (n_modes - 1) / 2) * width for j in range(len(metrics))]
         ys = [values.get(m) for m in metrics]
@@ -47,7 +47,8 @@ def plot_modes(report: dict[str, Any], path: Path) -> Path:
         f"{report['dataset']}: {report['questions']} questions, "
         f"{report['corpus_passages']} passages, budget {report['budget']}"
     )
-    ax.legend(loc="upper right", fontsize=8)
+    # Outside the axes: bars near 1.0 are the interesting ones and must not hide.
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
