@@ -9,6 +9,7 @@ that was interrupted) is discarded and rebuilt.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import shutil
 from collections.abc import Sequence
@@ -24,10 +25,31 @@ HARNESS_VERSION = "1"
 MARKER = "eval-index.json"
 
 
+# The write path whose output the cached index is: a change to any of these modules may
+# change what is indexed, so it invalidates cached eval indexes (query-time code does not).
+_WRITE_PATH_MODULES = ("retrieval.store", "retrieval.embedding", "retrieval.catalog")
+_WRITE_PATH_PACKAGES = ("retrieval.engines",)
+
+
+def write_path_version() -> str:
+    h = hashlib.sha256()
+    files: list[Path] = []
+    for name in _WRITE_PATH_MODULES + _WRITE_PATH_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        files += sorted(origin.parent.glob("*.py")) if origin.name == "__init__.py" else [origin]
+    for path in files:
+        h.update(path.name.encode("utf-8") + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def corpus_hash(records: Sequence[Record], settings: RetrievalSettings) -> str:
     h = hashlib.sha256()
     for part in (
         HARNESS_VERSION,
+        write_path_version(),
         settings.embedding_model,
         settings.lexical_backend,
         settings.dense_backend,
