@@ -1,0 +1,98 @@
+"""A run killed (SIGKILL) after its first round resumes from its checkpoint: the pool of
+round 1 intact, round 1 not repeated."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graph.models import Caller, RunOptions
+from graph.runner import Researcher
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+QUESTION = "Who mentors the engineer who wrote the Ledger runbook?"
+OPTIONS = RunOptions(k=1, budget=50, max_rounds=4)  # k=1: one hop per round, visibly
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from pathlib import Path
+    from retrieval.store import Store
+    from graph.models import Caller, RunOptions
+    from graph.runner import Researcher
+
+    home, run_id, options, question = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+
+    async def die_after_round_one(event):
+        if event.type == "node_start" and event.node == "plan" and event.round == 2:
+            os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no final write
+
+    async def main():
+        store = Store.open(home=home)
+        r = Researcher(store)
+        await r.run(
+            question, Caller(), RunOptions.model_validate_json(options), run_id=run_id,
+            on_event=die_after_round_one,
+        )
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_killed_run_resumes_with_its_round_one_evidence(
+    store_factory: Callable[..., Any], record_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    store = store_factory("home")
+    store.ingest(
+        [
+            record_factory(
+                "runbook", "The Ledger runbook was written by Dana Ruiz.", title="Ledger runbook"
+            ),
+            record_factory("dana", "Dana Ruiz is mentored by Omar Haddad.", title="Dana Ruiz"),
+            record_factory(
+                "omar", "Omar Haddad founded the Payments Platform group.", title="Omar Haddad"
+            ),
+            record_factory("cafe", "The cafeteria opens at eight.", title="Cafeteria"),
+        ]
+    )
+    home = Path(store.settings.home)
+    store.close()
+
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(home), "run-1", OPTIONS.model_dump_json(), QUESTION],
+        capture_output=True,
+        timeout=300,
+        env={**os.environ},
+    )
+    assert child.returncode == -9, child.stderr.decode()[-2000:]
+
+    store = store_factory("home")
+    researcher = Researcher(store)
+    before = researcher.get_trace("run-1")
+    round_one = {
+        item["id"]
+        for e in before
+        if e.type == "evidence" and e.node == "fuse" and e.round == 1
+        for item in e.data["entered"]
+    }
+    assert round_one and not any(e.type == "done" for e in before)
+
+    result = asyncio.run(researcher.resume("run-1"))
+    after = researcher.get_trace("run-1")
+    from_round_one = {e.id for e in result.evidence if any(p.round == 1 for p in e.provenance)}
+    assert from_round_one == round_one
+    assert result.rounds >= 2
+    executes = [(e.round) for e in after if e.type == "node_start" and e.node == "execute"]
+    assert executes.count(1) == 1  # round 1 ran once, before the kill
+    assert researcher.get_result("run-1") == result
+    assert researcher.list_runs(Caller().user)[0]["status"] == "done"
