@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -140,6 +141,7 @@ def assemble(
         pool=pool,
         feed=feed,
         sources=sources,
+        answer_slots=asyncio.Semaphore(settings.max_concurrent_answers),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -28,6 +29,7 @@ class Services:
     pool: WorkerPool
     feed: ChangeFeed
     sources: Any = None  # api.sources.SourceSync
+    answer_slots: asyncio.Semaphore | None = None  # bounds concurrent /v1/answers runs
     extras: dict[str, Any] = field(default_factory=dict)
 
 

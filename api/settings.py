@@ -41,6 +41,9 @@ class ApiSettings(BaseSettings):
     rate_limit_burst: int = Field(default=30, ge=1)
     max_tasks_per_key: int = Field(default=8, ge=1, description="queued + running, per key")
     task_workers: int = Field(default=2, ge=1, le=64)
+    max_concurrent_answers: int = Field(
+        default=6, ge=1, le=256, description="answer runs at once; more wait their turn"
+    )
     answer_timeout_s: float = Field(default=300.0, gt=0)
     sse_ping_s: float = Field(default=15.0, gt=0)
     tasks_page_max: int = 100

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
@@ -61,7 +61,9 @@ async def create_answer(
     with bound(run_id=run_id):
         try:
             result = await asyncio.wait_for(
-                services.researcher.run(body.question, caller, options, run_id=run_id),
+                _bounded(
+                    services, services.researcher.run(body.question, caller, options, run_id=run_id)
+                ),
                 timeout=services.settings.answer_timeout_s,
             )
         except TimeoutError as exc:
@@ -77,6 +79,14 @@ async def create_answer(
             raise
     services.tasks.finish_run(run_id, "succeeded")
     return result
+
+
+async def _bounded(services: Services, run: Coroutine[Any, Any, ResearchResult]) -> ResearchResult:
+    """Run once a slot is free: a burst of answers queues instead of thrashing the engines."""
+    if services.answer_slots is None:
+        return await run
+    async with services.answer_slots:
+        return await run
 
 
 def _frame(n: int, etype: str, data: dict[str, Any]) -> ServerSentEvent:
