@@ -31,6 +31,20 @@ _RELATIVE = re.compile(
     re.IGNORECASE,
 )
 
+# Passages that talk like instructions stay evidence (data) but never steer the plan: a
+# document must not be able to choose the next tool call by asking for it.
+_INSTRUCTION_LIKE = re.compile(
+    r"\b(ignore|disregard|forget)\b[^.]{0,40}\b(instructions?|prompts?|rules|above)\b|"
+    r"^\s*(system|assistant)\s*:|\b(you must|you are now|call (the )?\w+ tool|"
+    r"call lookup_entity|call search_knowledge)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def instruction_like(text: str) -> bool:
+    return bool(_INSTRUCTION_LIKE.search(text))
+
+
 MAX_QUESTION_LOOKUPS = 4
 MAX_HOP_LOOKUPS = 6
 MAX_HOP_SEARCHES = 2
@@ -108,7 +122,8 @@ class RulePolicy:
     async def assess(self, view: View) -> AssessStep:
         if view.options.mode == "hybrid":
             return AssessStep(Verdict(decision="enough", reason="single round (hybrid mode)"))
-        top = view.ranked[: max(TOP_FOR_HOPS, 1)]
+        steering = [e for e in view.ranked if not instruction_like(e.text)]
+        top = steering[: max(TOP_FOR_HOPS, 1)]
         cov_terms = salient_terms(view.question)
         have: set[str] = set()
         for e in top:
