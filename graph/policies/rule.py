@@ -14,7 +14,7 @@ from typing import Any
 
 from graph.extractive import extractive_answer, salient_terms, term_weights
 from graph.policies.base import AssessStep, OnToken, PlanStep, Verdict, View
-from graph.text import proper_phrases, terms
+from graph.text import proper_phrases, sentences, terms
 from tools.evidence import Evidence
 from tools.executor import ToolCall
 from tools.titles import TitleIndex, base_title
@@ -48,6 +48,7 @@ def instruction_like(text: str) -> bool:
 MAX_QUESTION_LOOKUPS = 4
 MAX_HOP_LOOKUPS = 6
 MAX_HOP_SEARCHES = 2
+ENTITIES_PER_PASSAGE = 2
 TOP_FOR_HOPS = 4
 
 
@@ -82,6 +83,29 @@ def comparison_entities(question: str, titles: TitleIndex | None) -> list[str]:
         if left and right:
             return [left[-1], right[0]]
     return []
+
+
+def bridge_entities(e: Evidence, question: str) -> list[str]:
+    """Names in a passage that the question does not contain, best first: those in the
+    sentences sharing most words with the question (where the hop is stated)."""
+    q_terms = set(salient_terms(question))
+    q_fold = question.casefold()
+    title = base_title(e.title).casefold()
+    scored: list[tuple[int, int, str]] = []
+    for i, sent in enumerate(sentences(e.text)):
+        overlap = len(q_terms & set(terms(sent)))
+        for phrase in proper_phrases(sent):
+            fold = phrase.casefold()
+            if fold in q_fold or fold == title or fold in title or len(phrase) < 3:
+                continue
+            if set(terms(phrase)) <= q_terms:
+                continue
+            scored.append((-overlap, i, phrase))
+    out: list[str] = []
+    for _, _, phrase in sorted(scored, key=lambda x: (x[0], x[1])):
+        if phrase not in out:
+            out.append(phrase)
+    return out
 
 
 class RulePolicy:
@@ -142,18 +166,19 @@ class RulePolicy:
                 )
                 if call.key() not in view.done_calls and call not in calls:
                     calls.append(call)
-        # Missing terms: search them beside the entities of the best passages.
+        # Missing terms: search them beside the bridge entities of the best passages (the
+        # names a passage mentions next to the question's own words).
         if missing:
             for e in top[:MAX_HOP_SEARCHES]:
-                anchor = base_title(e.title) or " ".join(proper_phrases(e.text)[:1])
-                query = f"{' '.join(missing)} {anchor}".strip()
-                call = ToolCall(
-                    tool="search_knowledge",
-                    args={"query": query, "k": view.options.k},
-                    reason="missing: " + ", ".join(missing),
-                )
-                if call.key() not in view.done_calls and call not in calls:
-                    calls.append(call)
+                for entity in bridge_entities(e, view.question)[:ENTITIES_PER_PASSAGE]:
+                    query = f"{' '.join(missing)} {entity}".strip()
+                    call = ToolCall(
+                        tool="search_knowledge",
+                        args={"query": query, "k": view.options.k},
+                        reason=f"missing: {', '.join(missing)}; via {entity} ({e.id})",
+                    )
+                    if call.key() not in view.done_calls and call not in calls:
+                        calls.append(call)
         if not calls:
             reason = "all question terms covered" if not missing else "no new leads"
             return AssessStep(Verdict(decision="enough", reason=reason, missing=missing))
