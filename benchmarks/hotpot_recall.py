@@ -8,7 +8,8 @@ gold paragraphs and MRR of the first gold hit.
 Besides the three modes at the pipeline defaults, it measures the knobs the defaults were
 chosen from (each variant changes one thing): the query the dense leg embeds (original
 question vs rewrite), the lexical title boost, the per-leg depth, and the dense embedding
-text (the Store's default "title. text" vs text alone, which needs a second index).
+text (the Store's default "title. text" vs text alone or "title: text"; each needs its own
+index, so they run only when asked with --embed-variants).
 
     .venv/bin/python benchmarks/hotpot_recall.py [--data PATH] [--home DIR] [--out JSON]
 
@@ -39,6 +40,8 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "hotpotqa" / "dev.jsonl"
 UNDATED = datetime(2000, 1, 1, tzinfo=UTC)
 PUBLIC = SearchFilter.for_groups([])
+# What the dense leg embeds. "" = the Store's default (``store.embedding_text``: "title. text").
+EMBED_VARIANTS = {"title": "", "text": "{text}", "colon": "{title}: {text}"}
 
 
 @dataclass
@@ -74,8 +77,10 @@ def load(path: Path, embed: str) -> tuple[list[Record], list[Question]]:
                         Meta.ACL: [PUBLIC_GROUP],
                         Meta.CONTENT_HASH: content_hash(f"{title}\x00{text}\x00{embed}"),
                     }
-                    if embed == "text":
-                        metadata[Meta.EMBED_TEXT] = text
+                    if embed in EMBED_VARIANTS and EMBED_VARIANTS[embed]:
+                        metadata[Meta.EMBED_TEXT] = EMBED_VARIANTS[embed].format(
+                            title=title, text=text
+                        )
                     records[doc_id] = Record(
                         id=chunk_id(doc_id, 0),
                         source="hotpot",
@@ -181,7 +186,7 @@ async def run(args: argparse.Namespace) -> dict:
             await measure("hybrid, dense weight 0.7", "variants", store,
                           leg_weights={"dense": 0.7})  # fmt: skip
             default_lexical = store.lexical
-            for boost in (1.0, 3.0):
+            for boost in args.title_boosts:
                 store.lexical = _with_title_boost(store, boost)
                 try:
                     await measure(f"lexical, title boost {boost:g}", "variants", store,
@@ -193,14 +198,15 @@ async def run(args: argparse.Namespace) -> dict:
     finally:
         store.close()
 
-    if args.embed_text_only:
-        text_records, _ = load(args.data, embed="text")
-        text_store = open_index(args.home / "text", text_records)
+    for embed in args.embed_variants:
+        variant_records, _ = load(args.data, embed=embed)
+        variant_store = open_index(args.home / embed, variant_records)
+        label = EMBED_VARIANTS[embed].replace("{", "").replace("}", "")
         try:
-            await measure("dense, embed text only", "variants", text_store, legs=["dense"])
-            await measure("hybrid, embed text only", "variants", text_store)
+            await measure(f"dense, embed '{label}'", "variants", variant_store, legs=["dense"])
+            await measure(f"hybrid, embed '{label}'", "variants", variant_store)
         finally:
-            text_store.close()
+            variant_store.close()
 
     modes = figures["modes"]
     best_leg = max(modes["lexical"]["both_gold_at_k"], modes["dense"]["both_gold_at_k"])
@@ -217,11 +223,20 @@ def main() -> None:
     )
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--limit", type=int, default=0, help="first N questions only")
+    parser.add_argument(
+        "--title-boosts",
+        type=float,
+        nargs="*",
+        default=[0.5, 1.0, 1.5, 3.0],
+        help="lexical title boosts to compare with the engine default",
+    )
     parser.add_argument("--quick", action="store_true", help="the three modes only")
     parser.add_argument(
-        "--embed-text-only",
-        action="store_true",
-        help="also index with the dense leg embedding the text without its title",
+        "--embed-variants",
+        nargs="*",
+        choices=[e for e in EMBED_VARIANTS if e != "title"],
+        default=[],
+        help="also build an index whose dense leg embeds 'text' alone or 'colon' (title: text)",
     )
     args = parser.parse_args()
     if not args.data.is_file():

@@ -28,7 +28,7 @@ class SearchOptions(BaseModel):
     # Added by the search pipeline (all optional, defaults keep the original behaviour):
     rerank_depth: int = Field(default=50, ge=1, le=200)  # fused candidates the reranker scores
     leg_timeout_s: float = Field(default=30.0, gt=0)  # a slower leg is dropped with a warning
-    # Which query the dense leg embeds; "original" measured better (benchmarks/hotpot_recall.py).
+    # Which query the dense leg embeds (see retrieval/pipeline.py for the measurement).
     dense_query: Literal["original", "rewritten"] = "original"
 
 
