@@ -19,8 +19,11 @@ QUESTION_WORDS = frozenset("what which who whom whose when where why how".split(
 
 _WORD = re.compile(r"[\w'’]+", re.UNICODE)
 _SENT = re.compile(r"(?<=[.!?])[\"'”)]*\s+(?=[A-Z0-9\"'“(])")
+# A capitalised word, or an initial ("M."); names chain through a few lowercase particles.
+_NAME_WORD = r"(?:[A-Z]\.|[A-Z][\w'’-]*)"
 _PROPER = re.compile(
-    r"\b([A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|du|la|le|del|der|&)?\s*[A-Z0-9][\w'’.-]*)*)"
+    rf"\b({_NAME_WORD}(?:\s+(?:(?:of|the|de|von|van|and|du|la|le|del|der|&)\s+)?"
+    rf"(?:{_NAME_WORD}|[0-9][\w-]*))*)"
 )
 
 

@@ -17,6 +17,10 @@ class Provenance(BaseModel):
     tool: str
     query: str
     rank: int | None = None
+    # Optional: the evidence id whose content led to this call (a hop), and the lead's
+    # position among that passage's leads (0 = the closest to the question's words).
+    parent: str | None = None
+    lead: int | None = None
 
 
 class Evidence(BaseModel):

@@ -38,6 +38,8 @@ class ToolCall(BaseModel):
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
     reason: str = ""  # why the planner chose it (shown in the trace)
+    parent: str | None = None  # the evidence id this call follows from (a hop), if any
+    lead: int | None = None  # its position among that passage's leads
 
     @property
     def query(self) -> str:
@@ -140,7 +142,14 @@ def _with_provenance(evidence: list[Evidence], call: ToolCall, round_no: int) ->
         e.model_copy(
             update={
                 "provenance": [
-                    Provenance(round=round_no, tool=call.tool, query=call.query, rank=i + 1)
+                    Provenance(
+                        round=round_no,
+                        tool=call.tool,
+                        query=call.query,
+                        rank=i + 1,
+                        parent=call.parent,
+                        lead=call.lead,
+                    )
                 ]
             }
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 from graph.extractive import extractive_answer, salient_terms, term_weights
 from graph.policies.base import AssessStep, OnToken, PlanStep, Verdict, View
-from graph.text import proper_phrases, sentences, terms
+from graph.text import proper_phrases, stem, terms, words
 from tools.evidence import Evidence
 from tools.executor import ToolCall
 from tools.titles import TitleIndex, base_title
@@ -85,27 +85,59 @@ def comparison_entities(question: str, titles: TitleIndex | None) -> list[str]:
     return []
 
 
+def _distance_to_question(toks: list[str], anchors: list[int], name: str) -> int | None:
+    """Words between a name's nearest occurrence and a question word (None: absent)."""
+    n_toks = [stem(w) for w in words(name)]
+    if not n_toks:
+        return None
+    starts = [i for i in range(len(toks) - len(n_toks) + 1) if toks[i : i + len(n_toks)] == n_toks]
+    if not starts:
+        return None
+    if not anchors:
+        return starts[0]
+    return min(min(abs(a - s0), abs(a - (s0 + len(n_toks) - 1))) for s0 in starts for a in anchors)
+
+
+def by_proximity(e: Evidence, question: str, names: list[str]) -> list[str]:
+    """Order names by closeness to where the passage uses the question's own words: that is
+    where a hop is stated ("... by abolitionist Frederick Douglass")."""
+    q_terms = set(salient_terms(question))
+    toks = [stem(w) for w in words(e.text)]
+    anchors = [i for i, t in enumerate(toks) if t in q_terms]
+    dist: dict[str, int] = {}
+    for name in names:
+        d = _distance_to_question(toks, anchors, base_title(name))
+        if d is not None:
+            dist[name] = min(d, dist.get(name, d))
+    return sorted(dist, key=lambda n: (dist[n], names.index(n)))
+
+
 def bridge_entities(e: Evidence, question: str) -> list[str]:
-    """Names in a passage that the question does not contain, best first: those in the
-    sentences sharing most words with the question (where the hop is stated)."""
+    """Names in a passage that the question does not contain, closest to the question's
+    words first."""
     q_terms = set(salient_terms(question))
     q_fold = question.casefold()
     title = base_title(e.title).casefold()
-    scored: list[tuple[int, int, str]] = []
-    for i, sent in enumerate(sentences(e.text)):
-        overlap = len(q_terms & set(terms(sent)))
-        for phrase in proper_phrases(sent):
-            fold = phrase.casefold()
-            if fold in q_fold or fold == title or fold in title or len(phrase) < 3:
-                continue
-            if set(terms(phrase)) <= q_terms:
-                continue
-            scored.append((-overlap, i, phrase))
-    out: list[str] = []
-    for _, _, phrase in sorted(scored, key=lambda x: (x[0], x[1])):
-        if phrase not in out:
-            out.append(phrase)
-    return out
+    names: list[str] = []
+    for raw in proper_phrases(e.text):
+        phrase = _trim_known(raw, q_terms)
+        fold = phrase.casefold()
+        if fold in q_fold or fold == title or fold in title or len(phrase) < 3:
+            continue
+        if set(terms(phrase)) <= q_terms or phrase in names:
+            continue
+        names.append(phrase)
+    return by_proximity(e, question, names)
+
+
+def _trim_known(phrase: str, q_terms: set[str]) -> str:
+    """'Susan Walker Porter Hall' -> 'Porter Hall' when the question names Susan Walker."""
+    parts = phrase.split()
+    while parts and stem(parts[0].casefold()) in q_terms:
+        parts.pop(0)
+    while parts and stem(parts[-1].casefold()) in q_terms:
+        parts.pop()
+    return " ".join(parts)
 
 
 class RulePolicy:
@@ -158,11 +190,16 @@ class RulePolicy:
         calls: list[ToolCall] = []
         # Follow the pages that the top passages mention (the bridge hop).
         for e in top:
-            for title in self._mentions(e, view.titles):
+            mentioned = by_proximity(e, view.question, self._mentions(e, view.titles))
+            for lead, title in enumerate(mentioned):
                 if title in opened or len(calls) >= MAX_HOP_LOOKUPS:
                     continue
                 call = ToolCall(
-                    tool="lookup_entity", args={"name": title}, reason=f"mentioned in {e.id}"
+                    tool="lookup_entity",
+                    args={"name": title},
+                    reason=f"mentioned in {e.id}",
+                    parent=e.id,
+                    lead=lead,
                 )
                 if call.key() not in view.done_calls and call not in calls:
                     calls.append(call)
@@ -170,12 +207,15 @@ class RulePolicy:
         # names a passage mentions next to the question's own words).
         if missing:
             for e in top[:MAX_HOP_SEARCHES]:
-                for entity in bridge_entities(e, view.question)[:ENTITIES_PER_PASSAGE]:
+                leads = bridge_entities(e, view.question)[:ENTITIES_PER_PASSAGE]
+                for lead, entity in enumerate(leads):
                     query = f"{' '.join(missing)} {entity}".strip()
                     call = ToolCall(
                         tool="search_knowledge",
                         args={"query": query, "k": view.options.k},
                         reason=f"missing: {', '.join(missing)}; via {entity} ({e.id})",
+                        parent=e.id,
+                        lead=lead,
                     )
                     if call.key() not in view.done_calls and call not in calls:
                         calls.append(call)
@@ -212,31 +252,39 @@ class RulePolicy:
 def rank_pool(
     question: str, pool: list[Evidence], titles: TitleIndex | None
 ) -> list[tuple[str, float]]:
-    """Score every pool item for the question; best first (ties by id, deterministic)."""
+    """Score every pool item for the question; best first (ties by id, deterministic).
+
+    A passage found for the question itself scores by its search rank, its coverage of the
+    question and whether the question names its page. A passage reached by a hop scores
+    from its parent: a chain is as strong as the passage that stated the hop, discounted
+    by the hop's own rank and by how far the lead stood from the question's words.
+    """
     weights = term_weights(question, pool)
     total = sum(weights.values()) or 1.0
     q_named = {t.casefold() for t in named_titles(question, titles)}
-    base: dict[str, float] = {}
+    cov: dict[str, float] = {}
+    final: dict[str, float] = {}
     for e in pool:
         have = set(terms(f"{e.title} {e.text}"))
-        cov = sum(w for t, w in weights.items() if t in have) / total
+        cov[e.id] = sum(w for t, w in weights.items() if t in have) / total
         prior = max(
-            (1.0 / (1 + (p.rank or 10)) for p in e.provenance if p.tool == "search_knowledge"),
+            (
+                1.0 / (1 + (p.rank or 10))
+                for p in e.provenance
+                if p.tool == "search_knowledge" and p.parent is None
+            ),
             default=0.0,
         )
         named = 1.0 if e.title.casefold() in q_named else 0.0
-        base[e.id] = 0.5 * cov + 0.8 * prior + 0.6 * named
-    # A page mentioned by a strong passage inherits part of that passage's score.
-    final = dict(base)
-    by_title: dict[str, list[str]] = {}
-    for e in pool:
-        by_title.setdefault(base_title(e.title).casefold(), []).append(e.id)
-    for e in pool:
-        text = e.text.casefold()
-        for name, ids in by_title.items():
-            if len(name) < 4 or name not in text:
-                continue
-            for other in ids:
-                if other != e.id:
-                    final[other] = max(final[other], 0.8 * base[e.id] + 0.2 * base[other])
+        final[e.id] = 0.5 * cov[e.id] + 0.8 * prior + 0.6 * named
+    # Parents always come from an earlier round; two passes settle chains of any order.
+    by_round = sorted(pool, key=lambda e: min((p.round for p in e.provenance), default=0))
+    for _ in range(2):
+        for e in by_round:
+            for p in e.provenance:
+                if p.parent is None or p.parent == e.id or p.parent not in final:
+                    continue
+                hop = (1.0 / (p.rank or 1) ** 0.5) / (1 + 0.3 * (p.lead or 0))
+                derived = 0.9 * final[p.parent] * hop + 0.2 * cov[e.id]
+                final[e.id] = max(final[e.id], derived)
     return sorted(final.items(), key=lambda kv: (-kv[1], kv[0]))

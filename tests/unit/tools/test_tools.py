@@ -50,6 +50,8 @@ async def test_search_results_carry_provenance(store: MemoryStore) -> None:
         "tool": "search_knowledge",
         "query": "Tim Burton film",
         "rank": 1,
+        "parent": None,
+        "lead": None,
     }
     assert first.locator.chunk_id == first.id
 
