@@ -40,7 +40,7 @@ def list_sources(principal: PrincipalDep, services: ServicesDep) -> SourceList:
     operation_id="sync_source",
     responses=_errors(401, 404, 409),
 )
-def sync_source(name: str, principal: PrincipalDep, services: ServicesDep) -> SourceJob:
+async def sync_source(name: str, principal: PrincipalDep, services: ServicesDep) -> SourceJob:
     """Start a sync of a configured connector; poll the job for its report."""
     if name not in services.sources.configs:
         raise not_found("configured source")

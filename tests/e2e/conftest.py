@@ -141,7 +141,17 @@ def server(built_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     workdir = tmp_path_factory.mktemp("serve")
     home = workdir / "home"
     shutil.copytree(built_index, home)
-    srv = Server(home, workdir).start()
+    sources = workdir / "sources.json"
+    sources.write_text(
+        json.dumps(
+            {
+                "sources": {
+                    "notes": {"path": str(CORPUS / "notes"), "acl": ["eng"], "project": "handbook"}
+                }
+            }
+        )
+    )
+    srv = Server(home, workdir, WAYPOINT_SOURCES_FILE=str(sources)).start()
     yield srv
     srv.stop()
 

@@ -284,3 +284,34 @@ def test_killed_server_resumes_task_and_webhook_arrives_once(
         assert payload["type"] == "task.succeeded" and payload["data"]["result"]["answer"]
     for headers, _ in receiver.deliveries:
         assert headers["webhook-id"] in receiver.processed
+
+
+def test_source_sync_job_indexes_a_configured_connector(http: httpx.Client) -> None:
+    listed = {s["name"]: s for s in http.get("/v1/sources", headers=ANA).json()["items"]}
+    assert listed["notes"]["configured"] and listed["notes"]["indexed"] is None
+    assert listed["wiki"]["indexed"]["documents"] == 4
+    assert http.post("/v1/sources/nope/sync", headers=ANA).status_code == 404
+    job = http.post("/v1/sources/notes/sync", headers=ANA)
+    assert job.status_code == 202
+    done = wait_for(
+        lambda: (
+            (j := http.get(f"/v1/sources/jobs/{job.json()['id']}", headers=ANA).json())["status"]
+            in ("succeeded", "failed")
+            and j
+        )
+    )
+    assert done["status"] == "succeeded", done
+    assert done["report"]["added"] == 1
+    listed = {s["name"]: s for s in http.get("/v1/sources", headers=ANA).json()["items"]}
+    assert listed["notes"]["indexed"]["documents"] == 1
+    # indexed under its ACL and project: eng (ana) finds it in the project, bob does not
+    hits = http.post(
+        "/v1/search",
+        json={"query": "release captain Kestrel quarter", "project": "handbook"},
+        headers=ANA,
+    ).json()["hits"]
+    assert any("Idris Vale" in h["text"] for h in hits)
+    bob = http.post(
+        "/v1/search", json={"query": "release captain Kestrel quarter"}, headers=BOB
+    ).json()["hits"]
+    assert not any("Idris Vale" in h["text"] for h in bob)
