@@ -51,7 +51,7 @@ class ToolContext:
             list_titles = getattr(self.store, "titles", None)
             if list_titles is None:
                 return None
-            self._titles = TitleIndex(list_titles(self.flt))
+            self._titles = _cached_index(self.store, self.flt, list_titles)
         return self._titles
 
     @classmethod
@@ -63,3 +63,29 @@ class ToolContext:
         default_k: int = 10,
     ) -> ToolContext:
         return cls(store=store, flt=store.filter_for(list(groups), project), default_k=default_k)
+
+
+# Building the index scans every title; reuse it while the store's content is unchanged.
+_INDEX_CACHE: dict[tuple[int, SearchFilter], tuple[Any, TitleIndex]] = {}
+_CACHE_SIZE = 32
+
+
+def _cached_index(store: Any, flt: SearchFilter, list_titles: Any) -> TitleIndex:
+    version = _content_version(store)
+    key = (id(store), flt)
+    hit = _INDEX_CACHE.get(key)
+    if hit is not None and version is not None and hit[0] == version:
+        return hit[1]
+    index = TitleIndex(list_titles(flt))
+    if len(_INDEX_CACHE) >= _CACHE_SIZE:
+        _INDEX_CACHE.pop(next(iter(_INDEX_CACHE)))
+    _INDEX_CACHE[key] = (version, index)
+    return index
+
+
+def _content_version(store: Any) -> Any:
+    """The store's change counter (``store.version()``: bumped by every ingest, delete and
+    ACL change), or None: then nothing is cached, because a stale title list could put a
+    revoked document's title into a trace."""
+    version = getattr(store, "version", None)
+    return version() if callable(version) else None

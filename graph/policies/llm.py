@@ -198,7 +198,7 @@ class LLMPolicy:
         return AssessStep(verdict=verdict, tokens=tokens)
 
     def rank(self, view: View) -> list[tuple[str, float]]:
-        return rank_pool(view.question, view.ranked, view.titles)
+        return rank_pool(view.question, view.ranked, view.titles, view.options.budget)
 
     async def synthesize(
         self, question: str, evidence: list[Evidence], on_token: OnToken

@@ -46,6 +46,7 @@ def instruction_like(text: str) -> bool:
 
 
 MAX_QUESTION_LOOKUPS = 4
+_PROTECTED = 3  # direct question hits always within the evidence budget
 MAX_HOP_LOOKUPS = 6
 MAX_HOP_SEARCHES = 2
 ENTITIES_PER_PASSAGE = 2
@@ -151,7 +152,11 @@ class RulePolicy:
             return PlanStep(calls=calls)
         for title in named_titles(q, view.titles)[:MAX_QUESTION_LOOKUPS]:
             calls.append(
-                ToolCall(tool="lookup_entity", args={"name": title}, reason="named in question")
+                ToolCall(
+                    tool="lookup_entity",
+                    args={"name": title, "limit": 1},
+                    reason="named in question",
+                )
             )
         entities = comparison_entities(q, view.titles)
         if entities:
@@ -196,7 +201,7 @@ class RulePolicy:
                     continue
                 call = ToolCall(
                     tool="lookup_entity",
-                    args={"name": title},
+                    args={"name": title, "limit": 1},  # an exact title: one page
                     reason=f"mentioned in {e.id}",
                     parent=e.id,
                     lead=lead,
@@ -243,14 +248,14 @@ class RulePolicy:
         return [p for p in proper_phrases(e.text) if p != e.title][:3]
 
     def rank(self, view: View) -> list[tuple[str, float]]:
-        return rank_pool(view.question, view.ranked, view.titles)
+        return rank_pool(view.question, view.ranked, view.titles, view.options.budget)
 
     async def synthesize(self, question: str, evidence: list[Evidence], on_token: OnToken) -> Any:
         return extractive_answer(question, evidence)
 
 
 def rank_pool(
-    question: str, pool: list[Evidence], titles: TitleIndex | None
+    question: str, pool: list[Evidence], titles: TitleIndex | None, budget: int = 10
 ) -> list[tuple[str, float]]:
     """Score every pool item for the question; best first (ties by id, deterministic).
 
@@ -277,6 +282,7 @@ def rank_pool(
         )
         named = 1.0 if e.title.casefold() in q_named else 0.0
         final[e.id] = 0.5 * cov[e.id] + 0.8 * prior + 0.6 * named
+    base = dict(final)
     # Parents always come from an earlier round; two passes settle chains of any order.
     by_round = sorted(pool, key=lambda e: min((p.round for p in e.provenance), default=0))
     for _ in range(2):
@@ -284,7 +290,18 @@ def rank_pool(
             for p in e.provenance:
                 if p.parent is None or p.parent == e.id or p.parent not in final:
                     continue
-                hop = (1.0 / (p.rank or 1) ** 0.5) / (1 + 0.3 * (p.lead or 0))
+                hop = (1.0 / (p.rank or 1)) / (1 + 0.5 * (p.lead or 0))
                 derived = 0.9 * final[p.parent] * hop + 0.2 * cov[e.id]
                 final[e.id] = max(final[e.id], derived)
-    return sorted(final.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = sorted(final.items(), key=lambda kv: (-kv[1], kv[0]))
+    # The best direct answers to the question keep their seat within the budget, however
+    # many hops the top passage spawned (a comparison's second entity, a first hop).
+    keep = [i for i, _ in sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[:_PROTECTED]]
+    head = [i for i, _ in ranked[:budget]]
+    absent = [i for i in keep if i not in head]
+    if absent:
+        droppable = [i for i in reversed(head) if i not in keep][: len(absent)]
+        head = [i for i in head if i not in droppable] + absent
+        rest = [i for i, _ in ranked if i not in head]
+        ranked = [(i, final[i]) for i in head + rest]
+    return ranked
