@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -70,7 +71,7 @@ _STATUS_CODES = {
 }
 
 
-def _field_of(loc: tuple[Any, ...] | list[Any]) -> str | None:
+def _field_of(loc: Sequence[Any]) -> str | None:
     parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
     return ".".join(parts) or None
 

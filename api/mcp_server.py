@@ -21,7 +21,7 @@ from tools.context import ToolContext
 from tools.evidence import Evidence
 
 _READ_ONLY = ToolAnnotations(
-    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 
 

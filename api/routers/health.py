@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Literal
 
 from fastapi import APIRouter
 
@@ -16,7 +17,7 @@ router = APIRouter(tags=["health"])
 @router.get("/healthz", response_model=Health, operation_id="health")
 def health(services: ServicesDep) -> Health:
     checks: dict[str, str] = {}
-    status = "ok"
+    status: Literal["ok", "degraded"] = "ok"
     try:
         services.tasks.count_active("-")
         checks["tasks"] = "ok"

@@ -85,14 +85,13 @@ def _nodes(events: list[TraceEvent]) -> list[NodeSpan]:
     open_spans: dict[str, NodeSpan] = {}
     for e in events:
         if e.type == "node_start" and e.node:
-            span = NodeSpan(node=e.node, round=e.round, start=e.ts)
-            open_spans[e.node] = span
-            spans.append(span)
+            started = NodeSpan(node=e.node, round=e.round, start=e.ts)
+            open_spans[e.node] = started
+            spans.append(started)
         elif e.type == "node_end" and e.node:
-            span = open_spans.pop(e.node, None)
-            if span is None:
-                span = NodeSpan(node=e.node, round=e.round, start=e.ts)
-                spans.append(span)
+            span = open_spans.pop(e.node, None) or NodeSpan(node=e.node, round=e.round, start=e.ts)
+            if not any(s is span for s in spans):
+                spans.append(span)  # an end without a start (e.g. across a resume)
             span.end = e.ts
             reported = e.data.get("duration_ms") or e.data.get("elapsed_ms")
             span.duration_ms = (

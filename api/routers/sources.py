@@ -22,7 +22,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 def list_sources(principal: PrincipalDep, services: ServicesDep) -> SourceList:
     indexed: dict[str, dict[str, Any]] = {}
     for info in services.store.sources():
-        data = asdict(info) if is_dataclass(info) else dict(info)
+        data = asdict(info) if is_dataclass(info) and not isinstance(info, type) else dict(info)
         indexed[data["name"]] = data
     names = sorted({*indexed, *services.sources.configs})
     return SourceList(

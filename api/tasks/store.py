@@ -122,6 +122,10 @@ def _ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
+def _dt(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
@@ -511,7 +515,7 @@ class TaskStore:
             id=row["id"],
             source=row["source"],
             status=row["status"],
-            created_at=_ts(row["created_at"]),
+            created_at=_dt(row["created_at"]),
             finished_at=_ts(row["finished_at"]),
             report=json.loads(row["report"]) if row["report"] else None,
             failures=json.loads(row["failures"]) if row["failures"] else [],
@@ -534,7 +538,7 @@ class TaskStore:
                     WebhookDelivery(
                         attempt=d["attempt"],
                         webhook_id=d["webhook_id"],
-                        at=_ts(d["at"]),
+                        at=_dt(d["at"]),
                         status_code=d["status_code"],
                         error=d["error"],
                         ok=bool(d["ok"]),
@@ -550,7 +554,7 @@ class TaskStore:
             mode=request.get("mode"),
             max_rounds=request.get("max_rounds"),
             run_id=row["run_id"],
-            created_at=_ts(row["created_at"]),
+            created_at=_dt(row["created_at"]),
             started_at=_ts(row["started_at"]),
             finished_at=_ts(row["finished_at"]),
             progress=TaskProgress.model_validate_json(row["progress"] or "{}"),
@@ -568,7 +572,7 @@ class TaskStore:
             kind=row["kind"],
             task_id=row["task_id"],
             status=row["status"],
-            created_at=_ts(row["created_at"]),
+            created_at=_dt(row["created_at"]),
             finished_at=_ts(row["finished_at"]),
         )
 
