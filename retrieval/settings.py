@@ -39,6 +39,9 @@ class RetrievalSettings(BaseSettings):
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
     qdrant_collection_prefix: str = "waypoint"
+    # BM25 weight of title matches relative to body text (measured on HotpotQA dev,
+    # benchmarks/hotpot_recall.py --title-boosts: hybrid 0.855-0.860 for 0.5-2.0).
+    lexical_title_boost: float = Field(default=2.0, ge=0.0, le=10.0)
     max_file_bytes: int = 10_000_000
     chunk_tokens: int = 256
     chunk_overlap_tokens: int = 32

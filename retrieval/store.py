@@ -406,11 +406,13 @@ def _open_lexical(settings: RetrievalSettings) -> LexicalEngine:
         from retrieval.engines.elastic import ElasticLexicalEngine
 
         return ElasticLexicalEngine(
-            Elasticsearch(settings.es_url), index=f"{settings.es_index_prefix}-lexical"
+            Elasticsearch(settings.es_url),
+            index=f"{settings.es_index_prefix}-lexical",
+            title_boost=settings.lexical_title_boost,
         )
     from retrieval.engines.tantivy_engine import TantivyLexicalEngine
 
-    return TantivyLexicalEngine(settings.home / "lexical")
+    return TantivyLexicalEngine(settings.home / "lexical", title_boost=settings.lexical_title_boost)
 
 
 def _open_dense(settings: RetrievalSettings, generation: str, embedder: Embedder) -> DenseEngine:
