@@ -212,6 +212,10 @@ def eval_command(
 
         plot_modes(payload, plot)
         console.print(f"wrote {plot}")
+    if report.errors:
+        # The figures count failed questions as misses; the exit code says they happened.
+        typer.echo(f"error: {len(report.errors)} question run(s) failed", err=True)
+        raise typer.Exit(code=1)
 
 
 def eval_beir_command(
