@@ -18,7 +18,7 @@ _LEAD_DOCS = 3
 # Share of the question's names/numbers the evidence must cover to attempt an answer
 # (or of its salient terms, when it names nothing).
 _MIN_KEY_COVERAGE = 0.75
-_MIN_COVERAGE = 0.5
+_MIN_COVERAGE = 0.6
 
 
 def salient_terms(question: str) -> list[str]:
@@ -51,13 +51,16 @@ def coverage(
 
 def extractive_answer(question: str, evidence: list[Evidence], note: str | None = None) -> Answer:
     warnings = [note] if note else []
+    # Both the names/numbers and most of the question's other content words must appear:
+    # a page about the right service that never mentions a "port" does not answer
+    # "which port...".
+    cov, missing = coverage(question, evidence)
+    enough = cov >= _MIN_COVERAGE
     keys = key_terms(question)
     if keys:
-        cov, missing = coverage(question, evidence, keys)
-        enough = cov >= _MIN_KEY_COVERAGE
-    else:
-        cov, missing = coverage(question, evidence)
-        enough = cov >= _MIN_COVERAGE
+        key_cov, key_missing = coverage(question, evidence, keys)
+        enough = enough and key_cov >= _MIN_KEY_COVERAGE
+        missing = list(dict.fromkeys([*key_missing, *missing]))
     weights = term_weights(question, evidence)
     scored: list[tuple[float, int, int, str]] = []
     for n, e in enumerate(evidence, start=1):

@@ -60,9 +60,13 @@ def named_titles(text: str, titles: TitleIndex | None, proper_only: bool = True)
     out = []
     for title in titles.mentions(text):
         name = base_title(title)
-        m = re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE)
-        if m and (not proper_only or m.group(0)[0].isupper() or m.group(0)[0].isdigit()):
-            out.append(title)
+        for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
+            surface = m.group(0)
+            # A name written as the title writes it ("ledger-service"), or capitalised
+            # like a proper noun; not a common word that happens to be a title ("county").
+            if not proper_only or surface == name or surface[0].isupper() or surface[0].isdigit():
+                out.append(title)
+                break
     return out
 
 
@@ -269,6 +273,7 @@ def rank_pool(
     q_named = {t.casefold() for t in named_titles(question, titles)}
     cov: dict[str, float] = {}
     final: dict[str, float] = {}
+    by_id = {e.id: e for e in pool}
     for e in pool:
         have = set(terms(f"{e.title} {e.text}"))
         cov[e.id] = sum(w for t, w in weights.items() if t in have) / total
@@ -293,6 +298,14 @@ def rank_pool(
                 hop = (1.0 / (p.rank or 1)) / (1 + 0.5 * (p.lead or 0))
                 derived = 0.9 * final[p.parent] * hop + 0.2 * cov[e.id]
                 final[e.id] = max(final[e.id], derived)
+    # A document's second and later chunks yield to other documents: the budget is read
+    # best when it spans the chain rather than one long page.
+    seen_docs: dict[str, int] = {}
+    for eid, _ in sorted(final.items(), key=lambda kv: (-kv[1], kv[0])):
+        doc = by_id[eid].doc_id
+        seen_docs[doc] = seen_docs.get(doc, 0) + 1
+        if seen_docs[doc] > 1:
+            final[eid] *= 0.6
     ranked = sorted(final.items(), key=lambda kv: (-kv[1], kv[0]))
     # The best direct answers to the question keep their seat within the budget, however
     # many hops the top passage spawned (a comparison's second entity, a first hop).
