@@ -5,21 +5,32 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
 from retrieval.settings import RetrievalSettings
 
+if TYPE_CHECKING:
+    from retrieval.search_models import SearchResult
+    from retrieval.store import ProgressFn, Store
+
 console = Console()
 err_console = Console(stderr=True)
 
 
-def open_store(index: Path | None, must_exist: bool = False):  # noqa: ANN201 - Store
+def open_store(index: Path | None, must_exist: bool = False) -> Store:
     from retrieval.embedding import EmbeddingModelError
     from retrieval.store import Store, StoreError
 
@@ -31,6 +42,13 @@ def open_store(index: Path | None, must_exist: bool = False):  # noqa: ANN201 - 
         return Store.open(settings, home=home)
     except (StoreError, EmbeddingModelError) as exc:
         fail(str(exc))
+
+
+def _bar_progress(bar: Progress, task: TaskID) -> ProgressFn:
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return update
 
 
 def ingest(
@@ -76,7 +94,7 @@ def ingest(
                 task = bar.add_task("ingest", total=max(1, len(loaded.records)))
                 report = store.ingest(
                     loaded.records,
-                    progress=lambda done, total, t=task: bar.update(t, completed=done, total=total),
+                    progress=_bar_progress(bar, task),
                     project=project,
                     origin=str(path.resolve()),
                 )
@@ -96,8 +114,8 @@ def ingest(
         f"{totals['unchanged']} unchanged, [red]{len(failures)} failed[/]  "
         f"(records indexed {totals['records']}, embeddings computed {totals['embeddings']})"
     )
-    for path, reason in failures:
-        console.print(f"  [red]failed[/] {path}: {reason}")
+    for failed_path, reason in failures:
+        console.print(f"  [red]failed[/] {failed_path}: {reason}")
 
 
 def search(
@@ -143,7 +161,7 @@ def search(
     _print_hits(result)
 
 
-def _print_explain(result) -> None:  # noqa: ANN001 - SearchResult
+def _print_explain(result: SearchResult) -> None:
     console.rule("[bold]query")
     console.print(f"original:  {result.original_query}")
     console.print(f"rewritten: {result.rewritten_query}")
@@ -180,7 +198,7 @@ def _print_explain(result) -> None:  # noqa: ANN001 - SearchResult
         console.print(f"[yellow]warning:[/] {w}")
 
 
-def _print_hits(result) -> None:  # noqa: ANN001 - SearchResult
+def _print_hits(result: SearchResult) -> None:
     if not result.hits:
         console.print("no results")
         for w in result.warnings:
@@ -260,7 +278,7 @@ def reindex(index: IndexOption = None) -> None:
             transient=True,
         ) as bar:
             task = bar.add_task("reindex", total=max(1, store.corpus_size()))
-            gen = store.reindex(progress=lambda d, t: bar.update(task, completed=d, total=t))
+            gen = store.reindex(progress=_bar_progress(bar, task))
     finally:
         store.close()
     console.print(f"switched to generation {gen}")
