@@ -6,6 +6,10 @@ record, so a hit rebuilds a :class:`Record` without a second lookup. The fields 
 filters touch (``acl``, ``source``, ``doc_id``, ``timestamp``) sit at the top level so
 they can carry payload indexes.
 
+The JSON conversion of a record, the time normalisation and id ordering are the ones the
+lexical engines use (:mod:`retrieval.engines.record_codec`), so every engine stores and
+returns the same record.
+
 The filter spec is engine-neutral: each adapter turns it into its own client's classes
 (``qdrant_edge`` and ``qdrant_client`` have look-alike but distinct types).
 """
@@ -13,14 +17,13 @@ The filter spec is engine-neutral: each adapter turns it into its own client's c
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
-from pydantic_core import to_jsonable_python
-
-from retrieval.engines.base import SearchFilter
+from retrieval.engines.base import Hit, SearchFilter
+from retrieval.engines.record_codec import order_by_ids, record_from_dict, record_to_dict, to_utc
 from retrieval.records import Record
 
 # A fixed namespace: point ids must stay stable across processes and versions.
@@ -45,27 +48,19 @@ def point_id(record_id: str) -> str:
     return str(uuid.uuid5(POINT_NAMESPACE, record_id))
 
 
-def to_utc(moment: datetime) -> datetime:
-    # Naive datetimes are taken as UTC so that comparisons inside the engine are total.
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
-
-
 def iso_utc(moment: datetime) -> str:
     """RFC 3339 in UTC, the form both Qdrant's core and local mode parse."""
     return to_utc(moment).isoformat()
 
 
 def record_to_payload(record: Record) -> dict[str, Any]:
-    # Metadata goes through JSON conversion so that what is stored is what comes back.
-    metadata = to_jsonable_python(record.metadata)
+    data = record_to_dict(record)
     return {
-        RECORD_ID: record.id,
-        SOURCE: record.source,
-        TEXT: record.text,
+        RECORD_ID: data["id"],
+        SOURCE: data["source"],
+        TEXT: data["text"],
         TIMESTAMP: iso_utc(record.timestamp),
-        METADATA: metadata,
+        METADATA: data["metadata"],
         ACL: record.acl,
         DOC_ID: record.doc_id,
         CHUNK_INDEX: record.chunk_index,
@@ -73,13 +68,54 @@ def record_to_payload(record: Record) -> dict[str, Any]:
 
 
 def payload_to_record(payload: Mapping[str, Any]) -> Record:
-    return Record(
-        id=str(payload[RECORD_ID]),
-        source=str(payload[SOURCE]),
-        text=str(payload[TEXT]),
-        timestamp=datetime.fromisoformat(str(payload[TIMESTAMP])),
-        metadata=dict(payload.get(METADATA) or {}),
+    return record_from_dict(
+        {
+            "id": payload[RECORD_ID],
+            "source": payload[SOURCE],
+            "text": payload[TEXT],
+            "timestamp": payload[TIMESTAMP],
+            "metadata": payload.get(METADATA) or {},
+        }
     )
+
+
+class StoredPoint(Protocol):
+    """What both clients' retrieved points have in common (payload requested)."""
+
+    @property
+    def payload(self) -> Mapping[str, Any] | None: ...
+
+
+class ScoredPoint(StoredPoint, Protocol):
+    @property
+    def score(self) -> float: ...
+
+
+def dense_hits(points: Iterable[ScoredPoint]) -> list[Hit]:
+    """Hits of a query's points, ranked in the engine's order."""
+    return [
+        Hit(
+            record=payload_to_record(point.payload or {}),
+            score=float(point.score),
+            rank=rank,
+            leg="dense",
+        )
+        for rank, point in enumerate(points, start=1)
+    ]
+
+
+def records_in_order(ids: Sequence[str], points: Iterable[StoredPoint]) -> list[Record]:
+    """Retrieved points as records in the order of ``ids`` (missing skipped, repeats once)."""
+    return order_by_ids(ids, [payload_to_record(point.payload or {}) for point in points])
+
+
+def ids_in_chunk_order(points: Iterable[StoredPoint]) -> list[str]:
+    """Record ids of points scrolled with ``RECORD_ID`` and ``CHUNK_INDEX``, in chunk order."""
+    rows: list[tuple[int, str]] = []
+    for point in points:
+        data = point.payload or {}
+        rows.append((int(data.get(CHUNK_INDEX, 0)), str(data[RECORD_ID])))
+    return [rid for _, rid in sorted(rows)]
 
 
 @dataclass(frozen=True)
@@ -146,15 +182,3 @@ def last_wins(
 def check_query_vector(vector: Sequence[float], dim: int) -> None:
     if len(vector) != dim:
         raise ValueError(f"query vector has {len(vector)} dimensions, engine expects {dim}")
-
-
-def order_records(ids: Sequence[str], found: Sequence[Record]) -> list[Record]:
-    """Records in the order of ``ids`` (missing ids skipped, repeats collapsed)."""
-    by_id = {record.id: record for record in found}
-    out: list[Record] = []
-    seen: set[str] = set()
-    for rid in ids:
-        if rid in by_id and rid not in seen:
-            out.append(by_id[rid])
-            seen.add(rid)
-    return out

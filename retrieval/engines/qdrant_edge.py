@@ -97,28 +97,20 @@ class EdgeDenseEngine:
             with_vector=False,
         )
         points = self._shard.query(request)
-        return [
-            Hit(
-                record=pl.payload_to_record(point.payload or {}),
-                score=float(point.score),
-                rank=rank,
-                leg="dense",
-            )
-            for rank, point in enumerate(points, start=1)
-        ]
+        return pl.dense_hits(points)
 
     def get(self, ids: Sequence[str]) -> list[Record]:
         if not ids:
             return []
         point_ids: list[qe.PointId] = [pl.point_id(rid) for rid in ids]
         found = self._shard.retrieve(point_ids, with_payload=True, with_vector=False)
-        return pl.order_records(ids, [pl.payload_to_record(p.payload or {}) for p in found])
+        return pl.records_in_order(ids, found)
 
     def ids_for_doc(self, doc_id: str) -> list[str]:
         """Record ids of one document's chunks, in chunk order."""
         flt = qe.Filter(must=[qe.FieldCondition(key=pl.DOC_ID, match=qe.MatchValue(doc_id))])
         selector = qe.PayloadSelector.Include([pl.RECORD_ID, pl.CHUNK_INDEX])
-        rows: list[tuple[int, str]] = []
+        points: list[pl.StoredPoint] = []
         offset: qe.PointId | None = None
         while True:
             page, offset = self._shard.scroll(
@@ -126,12 +118,10 @@ class EdgeDenseEngine:
                     offset=offset, limit=_SCROLL_PAGE, filter=flt, with_payload=selector
                 )
             )
-            for point in page:
-                data = point.payload or {}
-                rows.append((int(data.get(pl.CHUNK_INDEX, 0)), str(data[pl.RECORD_ID])))
+            points.extend(page)
             if offset is None:
                 break
-        return [rid for _, rid in sorted(rows)]
+        return pl.ids_in_chunk_order(points)
 
     def count(self) -> int:
         return int(self._shard.count(qe.CountRequest(exact=True)))

@@ -131,15 +131,7 @@ class QdrantServerDenseEngine:
                 with_payload=True,
                 with_vectors=False,
             )
-        return [
-            Hit(
-                record=pl.payload_to_record(point.payload or {}),
-                score=float(point.score),
-                rank=rank,
-                leg="dense",
-            )
-            for rank, point in enumerate(response.points, start=1)
-        ]
+        return pl.dense_hits(response.points)
 
     def get(self, ids: Sequence[str]) -> list[Record]:
         if not ids:
@@ -151,14 +143,14 @@ class QdrantServerDenseEngine:
                 with_payload=True,
                 with_vectors=False,
             )
-        return pl.order_records(ids, [pl.payload_to_record(p.payload or {}) for p in found])
+        return pl.records_in_order(ids, found)
 
     def ids_for_doc(self, doc_id: str) -> list[str]:
         """Record ids of one document's chunks, in chunk order."""
         flt = models.Filter(
             must=[models.FieldCondition(key=pl.DOC_ID, match=models.MatchValue(value=doc_id))]
         )
-        rows: list[tuple[int, str]] = []
+        points: list[pl.StoredPoint] = []
         offset: models.ExtendedPointId | None = None
         while True:
             with self._guard():
@@ -170,12 +162,10 @@ class QdrantServerDenseEngine:
                     with_payload=[pl.RECORD_ID, pl.CHUNK_INDEX],
                     with_vectors=False,
                 )
-            for point in page:
-                data = point.payload or {}
-                rows.append((int(data.get(pl.CHUNK_INDEX, 0)), str(data[pl.RECORD_ID])))
+            points.extend(page)
             if offset is None:
                 break
-        return [rid for _, rid in sorted(rows)]
+        return pl.ids_in_chunk_order(points)
 
     def count(self) -> int:
         with self._guard():

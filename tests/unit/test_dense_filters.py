@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 import qdrant_edge as qe
@@ -118,7 +120,28 @@ def test_batch_checks_and_last_wins() -> None:
     assert [(r.text, v) for r, v in kept] == [("new", [0.0, 1.0])]
 
 
-def test_order_records_follows_requested_ids() -> None:
+@dataclass
+class _Point:
+    payload: dict[str, Any] | None
+    score: float = 0.0
+
+
+def test_points_become_records_in_requested_order_and_hits_in_engine_order() -> None:
     r1 = Record(id="a", source="s", text="1")
     r2 = Record(id="b", source="s", text="2")
-    assert pl.order_records(["b", "zz", "a", "b"], [r1, r2]) == [r2, r1]
+    points = [_Point(pl.record_to_payload(r1), 0.9), _Point(pl.record_to_payload(r2), 0.5)]
+    assert pl.records_in_order(["b", "zz", "a", "b"], points) == [r2, r1]
+    hits = pl.dense_hits(reversed(points))
+    assert [(h.record.id, h.rank, h.score, h.leg) for h in hits] == [
+        ("b", 1, 0.5, "dense"),
+        ("a", 2, 0.9, "dense"),
+    ]
+
+
+def test_scrolled_ids_come_back_in_chunk_order() -> None:
+    chunks = [
+        Record(id=f"s:d#{n}", source="s", text="t", metadata={Meta.CHUNK_INDEX: n})
+        for n in (10, 2, 0)
+    ]
+    points = [_Point({pl.RECORD_ID: c.id, pl.CHUNK_INDEX: c.chunk_index}) for c in chunks]
+    assert pl.ids_in_chunk_order(points) == ["s:d#0", "s:d#2", "s:d#10"]
