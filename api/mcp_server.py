@@ -8,7 +8,8 @@ the engines exactly as the loop's calls are.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -19,6 +20,8 @@ from tools import catalog
 from tools.catalog import DocumentArgs, LookupArgs, NeighborArgs, SearchArgs, ToolOutput
 from tools.context import ToolContext
 from tools.evidence import Evidence
+
+_ToolFn = TypeVar("_ToolFn", bound=Callable[..., Awaitable[Any]])
 
 _READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -51,47 +54,36 @@ def build_mcp_server(store: Any, caller: Caller, search_fn: Any = None) -> MCPSe
         ),
     )
 
-    @server.tool(
-        name="search_knowledge",
-        description=catalog.SEARCH_KNOWLEDGE.description,
-        annotations=_READ_ONLY,
-        structured_output=True,
-    )
+    def read_only_tool(spec: catalog.ToolSpec) -> Callable[[_ToolFn], _ToolFn]:
+        # Every tool is the catalog's own, named and described as the planner sees it.
+        return server.tool(
+            name=spec.name,
+            description=spec.description,
+            annotations=_READ_ONLY,
+            structured_output=True,
+        )
+
+    @read_only_tool(catalog.SEARCH_KNOWLEDGE)
     async def search_knowledge(
         query: Annotated[str, Field(min_length=1, max_length=1000, description="what to find")],
         k: Annotated[int, Field(ge=1, le=50, description="how many passages")] = 10,
     ) -> ToolResult:
         return _result(await catalog.search_knowledge(ctx, SearchArgs(query=query, k=k)))
 
-    @server.tool(
-        name="lookup_entity",
-        description=catalog.LOOKUP_ENTITY.description,
-        annotations=_READ_ONLY,
-        structured_output=True,
-    )
+    @read_only_tool(catalog.LOOKUP_ENTITY)
     async def lookup_entity(
         name: Annotated[str, Field(min_length=1, max_length=300, description="title or name")],
         limit: Annotated[int, Field(ge=1, le=10)] = 3,
     ) -> ToolResult:
         return _result(await catalog.lookup_entity(ctx, LookupArgs(name=name, limit=limit)))
 
-    @server.tool(
-        name="get_document",
-        description=catalog.GET_DOCUMENT.description,
-        annotations=_READ_ONLY,
-        structured_output=True,
-    )
+    @read_only_tool(catalog.GET_DOCUMENT)
     async def get_document(
         id: Annotated[str, Field(min_length=1, description="a document id or a chunk id of it")],
     ) -> ToolResult:
         return _result(await catalog.get_document(ctx, DocumentArgs(id=id)))
 
-    @server.tool(
-        name="get_neighbors",
-        description=catalog.GET_NEIGHBORS.description,
-        annotations=_READ_ONLY,
-        structured_output=True,
-    )
+    @read_only_tool(catalog.GET_NEIGHBORS)
     async def get_neighbors(
         chunk_id: Annotated[str, Field(min_length=1, description="a passage id already found")],
         window: Annotated[int, Field(ge=1, le=3)] = 1,
