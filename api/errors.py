@@ -44,6 +44,11 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries: these statuses answer with the JSON error body."""
+    return {status: {"model": ErrorBody} for status in statuses}
+
+
 def not_found(what: str) -> ApiError:
     # The same answer for "does not exist" and "belongs to someone else": no probing.
     return ApiError(404, "not_found", f"{what} not found")

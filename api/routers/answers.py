@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 
 from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
-from api.errors import ApiError, ErrorBody
+from api.errors import ApiError, error_responses
+from api.events import done_data, run_failed_data, sse_event, sse_response
 from api.logging import bound, run_id_var
 from api.schemas import AnswerRequest
 from api.tasks.store import new_id
@@ -22,17 +22,13 @@ from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
 log = logging.getLogger("waypoint.api.answers")
 router = APIRouter(prefix="/v1", tags=["answers"])
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (401, 413, 422, 429, 504)
-}
-
 
 @router.post(
     "/answers",
     operation_id="create_answer",
     response_model=ResearchResult,
     responses={
-        **_ERRORS,
+        **error_responses(401, 413, 422, 429, 504),
         200: {
             "description": "The final result (JSON), or with `Accept: text/event-stream` a "
             "stream: metadata, plan, tool_call, tool_result, evidence, round, token, "
@@ -53,10 +49,9 @@ async def create_answer(
     run_id_var.set(run_id)  # the request's remaining log lines (access log too) carry it
     services.tasks.register_run(run_id, principal.user, body.question, kind="answer")
     if accept and "text/event-stream" in accept:
-        return EventSourceResponse(
+        return sse_response(
             _stream(services, body.question, caller, options, run_id),
-            ping=services.settings.sse_ping_s,
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+            services.settings.sse_ping_s,
         )
     with bound(run_id=run_id):
         try:
@@ -89,8 +84,9 @@ async def _bounded(services: Services, run: Coroutine[Any, Any, ResearchResult])
         return await run
 
 
-def _frame(n: int, etype: str, data: dict[str, Any]) -> ServerSentEvent:
-    return ServerSentEvent(data=json.dumps(data, default=str), event=etype, id=str(n))
+def _synthetic(run_id: str, etype: str, data: dict[str, Any]) -> dict[str, Any]:
+    # Shaped like a trace event, so a client handles it as if the policy had emitted it.
+    return {"run_id": run_id, "type": etype, "node": "synthesize", "data": data, "synthetic": True}
 
 
 async def _stream(
@@ -121,7 +117,7 @@ async def _stream(
                 await queue.put(None)
 
     n = 1
-    yield _frame(
+    yield sse_event(
         n,
         "metadata",
         {
@@ -141,66 +137,31 @@ async def _stream(
                 continue  # framed by this stream itself
             seen.add(event.type)
             n += 1
-            yield _frame(n, event.type, event.model_dump(mode="json"))
+            yield sse_event(n, event.type, event.model_dump(mode="json"))
         try:
             result = await runner
         except TimeoutError:
             n += 1
-            yield _frame(
+            yield sse_event(
                 n, "error", {"code": "timeout", "message": "the run exceeded the answer timeout"}
             )
             return
         except Exception as exc:  # reported to the client as the stream's last event
             log.exception("answer run failed")
             n += 1
-            yield _frame(
-                n, "error", {"code": "run_failed", "message": f"{type(exc).__name__}: {exc}"[:500]}
-            )
+            yield sse_event(n, "error", run_failed_data(exc))
             return
         if "token" not in seen and result.answer:
             n += 1
-            yield _frame(
-                n,
-                "token",
-                {
-                    "run_id": run_id,
-                    "type": "token",
-                    "node": "synthesize",
-                    "data": {"text": result.answer},
-                    "synthetic": True,
-                },
-            )
+            yield sse_event(n, "token", _synthetic(run_id, "token", {"text": result.answer}))
         if "citation" not in seen:
             for citation in result.citations:
                 n += 1
-                yield _frame(
-                    n,
-                    "citation",
-                    {
-                        "run_id": run_id,
-                        "type": "citation",
-                        "node": "synthesize",
-                        "data": citation.model_dump(mode="json"),
-                        "synthetic": True,
-                    },
-                )
+                data = citation.model_dump(mode="json")
+                yield sse_event(n, "citation", _synthetic(run_id, "citation", data))
         n += 1
         status = "succeeded"
-        yield _frame(
-            n,
-            "done",
-            {
-                "run_id": run_id,
-                "answer": result.answer,
-                "answerable": result.answerable,
-                "citations": [c.model_dump(mode="json") for c in result.citations],
-                "warnings": result.warnings,
-                "bound_hit": result.bound_hit,
-                "rounds": result.rounds,
-                "tool_calls": result.tool_calls,
-                "usage": result.usage,
-            },
-        )
+        yield sse_event(n, "done", {"run_id": run_id, **done_data(result)})
     finally:
         if not runner.done():
             status = "cancelled"  # the client went away: stop the work it asked for

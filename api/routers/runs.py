@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from fastapi import APIRouter
 
 from api.deps import PrincipalDep, Services, ServicesDep
-from api.errors import ErrorBody, not_found
+from api.errors import error_responses, not_found
 from api.schemas import NodeSpan, RoundView, RunList, RunSummary, RunTrace
 from graph.models import ResearchResult, TraceEvent
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
-_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorBody} for c in (401, 404)}
+_ERRORS = error_responses(401, 404)
 
 
 def _graph_runs(services: Services, user: str) -> list[RunSummary]:

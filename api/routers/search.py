@@ -8,12 +8,12 @@ from typing import Any
 from fastapi import APIRouter
 
 from api.deps import PrincipalDep, ServicesDep, check_scope
-from api.errors import ApiError, ErrorBody
+from api.errors import ApiError, error_responses
 from api.schemas import SearchRequest
 from retrieval.search_models import SearchOptions, SearchResult
 
 router = APIRouter(prefix="/v1", tags=["search"])
-_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorBody} for c in (401, 413, 422, 429)}
+_ERRORS = error_responses(401, 413, 422, 429)
 
 
 @router.post("/search", response_model=SearchResult, operation_id="search", responses=_ERRORS)

@@ -8,17 +8,15 @@ from typing import Any
 from fastapi import APIRouter
 
 from api.deps import PrincipalDep, ServicesDep
-from api.errors import ApiError, ErrorBody, not_found
+from api.errors import ApiError, error_responses, not_found
 from api.schemas import SourceJob, SourceList, SourceView
 
 router = APIRouter(prefix="/v1/sources", tags=["sources"])
 
 
-def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    return {code: {"model": ErrorBody} for code in codes}
-
-
-@router.get("", response_model=SourceList, operation_id="list_sources", responses=_errors(401))
+@router.get(
+    "", response_model=SourceList, operation_id="list_sources", responses=error_responses(401)
+)
 def list_sources(principal: PrincipalDep, services: ServicesDep) -> SourceList:
     indexed: dict[str, dict[str, Any]] = {}
     for info in services.store.sources():
@@ -38,7 +36,7 @@ def list_sources(principal: PrincipalDep, services: ServicesDep) -> SourceList:
     status_code=202,
     response_model=SourceJob,
     operation_id="sync_source",
-    responses=_errors(401, 404, 409),
+    responses=error_responses(401, 404, 409),
 )
 async def sync_source(name: str, principal: PrincipalDep, services: ServicesDep) -> SourceJob:
     """Start a sync of a configured connector; poll the job for its report."""
@@ -54,7 +52,7 @@ async def sync_source(name: str, principal: PrincipalDep, services: ServicesDep)
     "/jobs/{job_id}",
     response_model=SourceJob,
     operation_id="get_source_job",
-    responses=_errors(401, 404),
+    responses=error_responses(401, 404),
 )
 def get_source_job(job_id: str, principal: PrincipalDep, services: ServicesDep) -> SourceJob:
     job = services.tasks.get_source_job(job_id)

@@ -13,17 +13,14 @@ from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
-from api.errors import ApiError, ErrorBody, not_found
+from api.errors import ApiError, error_responses, not_found
+from api.events import sse_event, sse_response
 from api.logging import run_id_var, task_id_var
 from api.schemas import TERMINAL, Task, TaskList, TaskRequest
 from api.webhooks import WebhookUrlError, check_destination
 
 log = logging.getLogger("waypoint.api.tasks")
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
-
-
-def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    return {code: {"model": ErrorBody} for code in codes}
 
 
 def _request_hash(body: TaskRequest) -> str:
@@ -36,7 +33,7 @@ def _request_hash(body: TaskRequest) -> str:
     status_code=202,
     response_model=Task,
     operation_id="create_task",
-    responses=_errors(401, 409, 413, 422, 429),
+    responses=error_responses(401, 409, 413, 422, 429),
 )
 async def create_task(
     body: TaskRequest,
@@ -117,7 +114,9 @@ async def _create(services: Services, principal: Any, body: TaskRequest) -> Task
     return task
 
 
-@router.get("", response_model=TaskList, operation_id="list_tasks", responses=_errors(401, 422))
+@router.get(
+    "", response_model=TaskList, operation_id="list_tasks", responses=error_responses(401, 422)
+)
 def list_tasks(
     principal: PrincipalDep,
     services: ServicesDep,
@@ -140,7 +139,9 @@ def _valid_cursor(cursor: str) -> bool:
     return bool(sep and task_id)
 
 
-@router.get("/{task_id}", response_model=Task, operation_id="get_task", responses=_errors(401, 404))
+@router.get(
+    "/{task_id}", response_model=Task, operation_id="get_task", responses=error_responses(401, 404)
+)
 def get_task(task_id: str, principal: PrincipalDep, services: ServicesDep) -> Task:
     task = services.tasks.get_task(task_id, user=principal.user)
     if task is None:
@@ -152,7 +153,7 @@ def get_task(task_id: str, principal: PrincipalDep, services: ServicesDep) -> Ta
     "/{task_id}/cancel",
     response_model=Task,
     operation_id="cancel_task",
-    responses=_errors(401, 404, 409),
+    responses=error_responses(401, 404, 409),
 )
 async def cancel_task(task_id: str, principal: PrincipalDep, services: ServicesDep) -> Task:
     task = services.tasks.get_task(task_id, user=principal.user)
@@ -169,7 +170,7 @@ async def cancel_task(task_id: str, principal: PrincipalDep, services: ServicesD
     "/{task_id}/events",
     operation_id="task_events",
     responses={
-        **_errors(401, 404),
+        **error_responses(401, 404),
         200: {
             "description": "SSE: replay from the start (or after Last-Event-ID), "
             "then live until the task ends",
@@ -195,11 +196,7 @@ async def task_events(
                 field="Last-Event-ID",
             )
         after = int(last_event_id)
-    return EventSourceResponse(
-        _follow(services, task_id, after),
-        ping=services.settings.sse_ping_s,
-        headers={"Cache-Control": "no-store"},
-    )
+    return sse_response(_follow(services, task_id, after), services.settings.sse_ping_s)
 
 
 async def _follow(services: Services, task_id: str, after: int) -> AsyncIterator[ServerSentEvent]:
@@ -209,9 +206,7 @@ async def _follow(services: Services, task_id: str, after: int) -> AsyncIterator
         events = services.tasks.events_after(task_id, after)
         for event in events:
             after, last_type = event["seq"], event["type"]
-            yield ServerSentEvent(
-                data=json.dumps(event, default=str), event=event["type"], id=str(event["seq"])
-            )
+            yield sse_event(event["seq"], event["type"], event)
         if events:
             continue
         row = services.tasks.task_row(task_id)

@@ -18,6 +18,7 @@ import uuid
 from typing import Any, Protocol
 
 from api.auth import KeyRing
+from api.events import done_data, run_failed_data
 from api.logging import bound
 from api.schemas import TaskProgress, TaskRequest, WebhookDelivery
 from api.tasks.store import TaskStore
@@ -213,7 +214,7 @@ class WorkerPool:
             log.info("task cancelled")
         except Exception as exc:  # recorded on the task and logged with its traceback
             log.exception("task failed")
-            err = {"code": "run_failed", "message": f"{type(exc).__name__}: {exc}"[:500]}
+            err = run_failed_data(exc)
             self.tasks.finish(task_id, "failed", error=err)
             await self._event(task_id, "error", err)
         else:
@@ -222,7 +223,7 @@ class WorkerPool:
             progress.tool_calls = max(progress.tool_calls, result.tool_calls)
             progress.evidence = max(progress.evidence, len(result.evidence))
             self.tasks.set_progress(task_id, progress)
-            await self._event(task_id, "done", _done_data(result))
+            await self._event(task_id, "done", done_data(result))
             log.info("task succeeded", extra={"rounds": result.rounds})
         finally:
             self._running.pop(task_id, None)
@@ -286,16 +287,3 @@ class WorkerPool:
                 first_attempt=first,
             )
             self.tasks.set_webhook_state(task_id, "delivered" if ok else "failed")
-
-
-def _done_data(result: ResearchResult) -> dict[str, Any]:
-    return {
-        "answer": result.answer,
-        "answerable": result.answerable,
-        "citations": [c.model_dump(mode="json") for c in result.citations],
-        "warnings": result.warnings,
-        "bound_hit": result.bound_hit,
-        "usage": result.usage,
-        "rounds": result.rounds,
-        "tool_calls": result.tool_calls,
-    }
