@@ -12,7 +12,6 @@ import base64
 import json
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from api.deps import Services
 from api.settings import ApiSettings
 from api.tasks.store import TaskStore
 from graph.models import Caller, Citation, ResearchResult, RunOptions, TraceEvent
+from retrieval.catalog import SourceInfo
 from retrieval.engines.base import SearchFilter
 from retrieval.search_models import Locator
 from retrieval.store import StoreError
@@ -36,16 +36,6 @@ KEYS = {
 }
 AUTH_A = {"Authorization": "Bearer keyA"}
 AUTH_B = {"Authorization": "Bearer keyB"}
-
-
-@dataclass
-class SourceInfo:
-    name: str
-    documents: int
-    records: int
-    last_sync: str | None
-    origin: str | None
-    projects: list[str]
 
 
 class FakeStore:
