@@ -88,6 +88,17 @@ def browser(tmp_path: Path) -> Iterator[Browser]:
         proc.wait(timeout=30)
 
 
+def _open(browser: Browser, url: str) -> None:
+    """Navigate and wait until the page has rendered its key form."""
+    browser.call("Page.navigate", url=url)
+    wait_for(
+        lambda: (
+            browser.js("document.readyState") == "complete"
+            and browser.js("!!document.getElementById('key-input')")
+        )
+    )
+
+
 def test_ui_shows_a_finished_run_and_a_cited_passage(server: Server, browser: Browser) -> None:
     with server.client() as c:
         result = c.post(
@@ -97,13 +108,7 @@ def test_ui_shows_a_finished_run_and_a_cited_passage(server: Server, browser: Br
         ).json()
     assert result["citations"], "the run needs a citation for this test to mean anything"
     run_id = result["run_id"]
-    browser.call("Page.navigate", url=f"{server.base}/ui#run={run_id}")
-    wait_for(
-        lambda: (
-            browser.js("document.readyState") == "complete"
-            and browser.js("!!document.getElementById('key-input')")
-        )
-    )
+    _open(browser, f"{server.base}/ui#run={run_id}")
     browser.js(
         "document.getElementById('key-input').value = 'key-ana';"
         "document.getElementById('key-save').click(); true"
@@ -135,13 +140,7 @@ def test_ui_shows_a_finished_run_and_a_cited_passage(server: Server, browser: Br
 
 
 def test_ui_question_box_streams_a_new_answer(server: Server, browser: Browser) -> None:
-    browser.call("Page.navigate", url=f"{server.base}/ui")
-    wait_for(
-        lambda: (
-            browser.js("document.readyState") == "complete"
-            and browser.js("!!document.getElementById('key-input')")
-        )
-    )
+    _open(browser, f"{server.base}/ui")
     browser.js(
         "document.getElementById('key-input').value = 'key-ana';"
         "document.getElementById('key-save').click();"
