@@ -23,7 +23,7 @@ from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
 from retrieval.settings import RetrievalSettings
 
 if TYPE_CHECKING:
-    from retrieval.search_models import SearchResult
+    from retrieval.search_models import RankedItem, SearchResult
     from retrieval.store import ProgressFn, Store
 
 console = Console()
@@ -167,35 +167,26 @@ def _print_explain(result: SearchResult) -> None:
     console.print(f"rewritten: {result.rewritten_query}")
     console.print(f"corpus {result.corpus_size} records, recall depth per leg {result.depth}")
     for leg, items in result.legs.items():
-        table = Table(title=f"leg: {leg}", show_lines=False)
-        table.add_column("rank", justify="right")
-        table.add_column("score", justify="right")
-        table.add_column("id")
-        table.add_column("title")
-        for it in items[:15]:
-            table.add_row(str(it.rank), f"{it.score:.4f}", it.id, it.title)
-        console.print(table)
-    for name, items in (("fused (RRF)", result.fused), ("after per-document cap", result.capped)):
-        table = Table(title=name)
-        table.add_column("rank", justify="right")
-        table.add_column("score", justify="right")
-        table.add_column("id")
-        table.add_column("title")
-        for it in items[:15]:
-            table.add_row(str(it.rank), f"{it.score:.5f}", it.id, it.title)
-        console.print(table)
+        console.print(_ranked_table(f"leg: {leg}", items, "{:.4f}"))
+    console.print(_ranked_table("fused (RRF)", result.fused, "{:.5f}"))
+    console.print(_ranked_table("after per-document cap", result.capped, "{:.5f}"))
     if result.reranked is not None:
-        table = Table(title="reranked (cross-encoder)")
-        table.add_column("rank", justify="right")
-        table.add_column("score", justify="right")
-        table.add_column("id")
-        for it in result.reranked[:15]:
-            table.add_row(str(it.rank), f"{it.score:.4f}", it.id)
-        console.print(table)
+        console.print(_ranked_table("reranked (cross-encoder)", result.reranked, "{:.4f}"))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items())
     console.print(f"timings: {timings}")
     for w in result.warnings:
         console.print(f"[yellow]warning:[/] {w}")
+
+
+def _ranked_table(title: str, items: list[RankedItem], score_format: str) -> Table:
+    table = Table(title=title)
+    table.add_column("rank", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("id")
+    table.add_column("title")
+    for it in items[:15]:
+        table.add_row(str(it.rank), score_format.format(it.score), it.id, it.title)
+    return table
 
 
 def _print_hits(result: SearchResult) -> None:
