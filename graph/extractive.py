@@ -13,12 +13,12 @@ from graph.text import QUESTION_WORDS, key_terms, sentences, terms
 from tools.evidence import Evidence
 
 CANNOT_ANSWER = "I can't answer this from the available sources."
-_MAX_SENTENCES = 5
-_LEAD_DOCS = 3
+_MAX_SENTENCES = 6
+_LEAD_DOCS = 4
 # Share of the question's names/numbers the evidence must cover to attempt an answer
 # (or of its salient terms, when it names nothing).
 _MIN_KEY_COVERAGE = 0.75
-_MIN_COVERAGE = 0.6
+_MIN_COVERAGE = 0.5
 
 
 def salient_terms(question: str) -> list[str]:

@@ -18,6 +18,7 @@ from retrieval.search_models import SearchOptions
 from tools.context import ToolContext
 from tools.evidence import Evidence
 from tools.normalize import evidence_from_hit, evidence_from_record
+from tools.titles import tokens
 
 
 @dataclass
@@ -56,6 +57,11 @@ class SearchArgs(BaseModel):
 class LookupArgs(BaseModel):
     name: str = Field(min_length=1, max_length=300, description="a title or entity name")
     limit: int = Field(default=3, ge=1, le=10)
+    query: str | None = Field(
+        default=None,
+        max_length=1000,
+        description="what is sought on the page: also return its best-matching section",
+    )
 
 
 class DocumentArgs(BaseModel):
@@ -103,7 +109,31 @@ def _name_score(name: str, title: str) -> float:
 async def lookup_entity(ctx: ToolContext, args: LookupArgs) -> ToolOutput:
     records = await asyncio.to_thread(ctx.store.lookup, args.name, ctx.flt, args.limit)
     evidence = [evidence_from_record(r, _name_score(args.name, r.title)) for r in records]
+    if args.query:
+        # A long page's first section rarely holds the fact sought: add its best section.
+        for first in list(records):
+            chunks = await asyncio.to_thread(ctx.store.get_document, first.doc_id, ctx.flt)
+            best = _best_section(chunks, args.query, skip=first.id)
+            if best is not None:
+                evidence.append(
+                    evidence_from_record(best, 0.9 * _name_score(args.name, best.title))
+                )
     return ToolOutput(evidence=evidence, detail={"matched": [e.title for e in evidence]})
+
+
+_STOP = frozenset(
+    "a an the of in on at to for by with and or is was were are be who what which when where "
+    "how did does do from that this as it its".split()
+)
+
+
+def _best_section(chunks: list[Any], query: str, skip: str) -> Any:
+    wanted = {t for t in tokens(query) if t not in _STOP}
+    scored = [
+        (len(wanted & set(tokens(c.text))), -c.chunk_index, c) for c in chunks if c.id != skip
+    ]
+    scored = [s for s in scored if s[0] > 0]
+    return max(scored, key=lambda s: (s[0], s[1]))[2] if scored else None
 
 
 async def get_document(ctx: ToolContext, args: DocumentArgs) -> ToolOutput:

@@ -44,7 +44,7 @@ class ToolCall(BaseModel):
     @property
     def query(self) -> str:
         """The human-readable input, recorded in each evidence item's provenance."""
-        for key in ("query", "name", "id", "chunk_id"):
+        for key in ("name", "id", "chunk_id", "query"):
             if key in self.args:
                 return str(self.args[key])
         return ""

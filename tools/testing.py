@@ -85,8 +85,8 @@ class MemoryStore:
         fuzzy = [r for r in firsts if r not in exact and want and want in r.title.casefold()]
         return (exact + fuzzy)[:limit]
 
-    def titles(self, flt: SearchFilter) -> list[str]:
-        return sorted({r.title for r in self.visible(flt) if r.title})
+    def titles(self, flt: SearchFilter) -> list[tuple[str, str]]:
+        return sorted({(r.title, r.doc_id) for r in self.visible(flt) if r.title})
 
     def corpus_size(self) -> int:
         return len(self.records)

@@ -28,11 +28,13 @@ def base_title(title: str) -> str:
 class TitleIndex:
     """Longest-match scan of a text for known titles, by first token."""
 
-    def __init__(self, titles: Iterable[str]) -> None:
+    def __init__(self, titles: Iterable[str | tuple[str, str]]) -> None:
+        """``titles``: titles, or ``(title, doc_id)`` pairs as ``Store.titles`` returns."""
         self._by_first: dict[str, list[tuple[tuple[str, ...], str]]] = defaultdict(list)
         self.titles: set[str] = set()
-        for title in titles:
-            if not title:
+        for item in titles:
+            title = item if isinstance(item, str) else item[0]
+            if not title or title in self.titles:
                 continue
             self.titles.add(title)
             name = base_title(title)

@@ -46,7 +46,7 @@ def instruction_like(text: str) -> bool:
 
 
 MAX_QUESTION_LOOKUPS = 4
-_PROTECTED = 3  # direct question hits always within the evidence budget
+_PROTECTED_SHARE = 0.4  # share of the budget kept for the best direct question hits
 MAX_HOP_LOOKUPS = 6
 MAX_HOP_SEARCHES = 2
 ENTITIES_PER_PASSAGE = 2
@@ -158,7 +158,7 @@ class RulePolicy:
             calls.append(
                 ToolCall(
                     tool="lookup_entity",
-                    args={"name": title, "limit": 1},
+                    args={"name": title, "limit": 1, "query": q},
                     reason="named in question",
                 )
             )
@@ -205,7 +205,8 @@ class RulePolicy:
                     continue
                 call = ToolCall(
                     tool="lookup_entity",
-                    args={"name": title, "limit": 1},  # an exact title: one page
+                    # An exact title: one page (and its section that matches the question).
+                    args={"name": title, "limit": 1, "query": view.question},
                     reason=f"mentioned in {e.id}",
                     parent=e.id,
                     lead=lead,
@@ -309,7 +310,12 @@ def rank_pool(
     ranked = sorted(final.items(), key=lambda kv: (-kv[1], kv[0]))
     # The best direct answers to the question keep their seat within the budget, however
     # many hops the top passage spawned (a comparison's second entity, a first hop).
-    keep = [i for i, _ in sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[:_PROTECTED]]
+    keep = [
+        i
+        for i, _ in sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[
+            : max(1, int(budget * _PROTECTED_SHARE))
+        ]
+    ]
     head = [i for i, _ in ranked[:budget]]
     absent = [i for i in keep if i not in head]
     if absent:

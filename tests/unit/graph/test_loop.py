@@ -20,7 +20,9 @@ QUESTION = "Which team does the engineer who wrote the Ledger runbook lead?"
 def corpus() -> MemoryStore:
     return MemoryStore(
         [
-            passage("runbook", "Ledger runbook", "The Ledger runbook was written by Dana Ruiz."),
+            passage(
+                "runbook", "Ledger runbook", "The Ledger runbook was written by engineer Dana Ruiz."
+            ),
             passage("dana", "Dana Ruiz", "Dana Ruiz heads the Payments Platform group."),
             passage("noise", "Cafeteria", "The cafeteria opens at eight."),
             passage(

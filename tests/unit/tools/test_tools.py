@@ -157,3 +157,17 @@ def test_title_mentions_prefer_the_longest_name() -> None:
     index = TitleIndex(["Ed Wood (film)", "Ed Wood", "Wood", "Tim Burton", "It"])
     text = "Directed by Tim Burton, Ed Wood stars Johnny Depp. It was filmed in wood."
     assert index.mentions(text) == ["Tim Burton", "Ed Wood (film)", "Ed Wood", "Wood"]
+
+
+async def test_lookup_with_a_query_adds_the_pages_best_section() -> None:
+    store = MemoryStore(
+        [
+            passage("svc", "route-planner", "route-planner plans routes.", index=0),
+            passage("svc", "route-planner", "Owned by the Routing team.", index=1),
+            passage("svc", "route-planner", "The p99 latency SLO is 800 ms.", index=2),
+        ]
+    )
+    args = {"name": "route-planner", "limit": 1, "query": "p99 latency SLO of route-planner"}
+    [out] = await ToolExecutor().run([ToolCall(tool="lookup_entity", args=args)], ctx_for(store), 2)
+    assert [e.id for e in out.evidence] == ["wiki:svc#0", "wiki:svc#2"]
+    assert out.call.key() == "lookup_entity:route-planner"  # the name identifies the call
