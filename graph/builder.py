@@ -16,19 +16,21 @@ from graph.context import RunContext
 from graph.state import InputState, OutputState, ResearchState
 
 
-def build_graph(checkpointer: Any = None) -> CompiledStateGraph:
+def build_graph(
+    checkpointer: Any = None,
+) -> CompiledStateGraph[ResearchState, RunContext, InputState, OutputState]:
     g = StateGraph(
         ResearchState,
         context_schema=RunContext,
         input_schema=InputState,
         output_schema=OutputState,
     )
-    g.add_node("plan", nodes.plan)
-    g.add_node("execute", nodes.execute)
-    g.add_node("fuse", nodes.fuse)
-    g.add_node("rerank", nodes.rerank)
-    g.add_node("assess", nodes.assess)
-    g.add_node("synthesize", nodes.synthesize)
+    g.add_node("plan", nodes.plan)  # type: ignore[call-overload]
+    g.add_node("execute", nodes.execute)  # type: ignore[call-overload]
+    g.add_node("fuse", nodes.fuse)  # type: ignore[call-overload]
+    g.add_node("rerank", nodes.rerank)  # type: ignore[call-overload]
+    g.add_node("assess", nodes.assess)  # type: ignore[call-overload]
+    g.add_node("synthesize", nodes.synthesize)  # type: ignore[call-overload]
 
     g.add_edge(START, "plan")
     g.add_conditional_edges("plan", nodes.route_after_plan, ["execute", "synthesize"])
@@ -40,7 +42,7 @@ def build_graph(checkpointer: Any = None) -> CompiledStateGraph:
     return g.compile(checkpointer=checkpointer, name="waypoint-research")
 
 
-def make_graph() -> CompiledStateGraph:
+def make_graph() -> CompiledStateGraph[ResearchState, RunContext, InputState, OutputState]:
     """Factory for ``langgraph.json`` (LangGraph tooling supplies its own checkpointer;
     the run context - store, caller scope, policy - is passed at invocation)."""
     return build_graph()

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+
 from graph.builder import build_graph
 from graph.context import RunContext
 from graph.events import EventSink, OnEvent
@@ -116,7 +118,7 @@ class Researcher:
         )
         tools.search_fn = self.search_fn
         context = RunContext(tools=tools, executor=self.executor, policy=self.policy, sink=sink)
-        config: dict[str, Any] = {
+        config: RunnableConfig = {
             "configurable": {"thread_id": run_id},
             "recursion_limit": _RECURSION_LIMIT,
         }
@@ -129,7 +131,7 @@ class Researcher:
                         graph_input = {
                             k: run_input[k] for k in ("run_id", "question", "caller", "options")
                         }
-                out = await graph.ainvoke(
+                out = await graph.ainvoke(  # type: ignore[call-overload]
                     graph_input, config=config, context=context, durability="sync"
                 )
             result = ResearchResult.model_validate(out["result"])

@@ -117,13 +117,16 @@ class LLMPolicy:
     async def _structured(
         self, name: str, model: type[BaseModel], system: str, user: str
     ) -> tuple[BaseModel, int]:
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        messages: list[Any] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+        ]
         schema = model.model_json_schema()
         for _dialect in range(2):
             try:
                 async for attempt in self._retrying():
                     with attempt:
-                        resp = await self.client.chat.completions.create(
+                        resp: Any = await self.client.chat.completions.create(  # type: ignore[call-overload]
                             model=self.settings.llm_model,
                             messages=messages,
                             response_format=self._response_format(name, schema),
@@ -209,7 +212,7 @@ class LLMPolicy:
             fence(n, e.title, e.text, self.prompts["EVIDENCE_BLOCK"])
             for n, e in enumerate(evidence, start=1)
         )
-        messages = [
+        messages: list[Any] = [
             {"role": "system", "content": self.prompts["ANSWER_SYSTEM"]},
             {
                 "role": "user",
@@ -222,7 +225,7 @@ class LLMPolicy:
                 with attempt:
                     if parts:  # a stream already started: never retry into duplicated text
                         raise LLMUnavailable("the answer stream broke mid-way")
-                    stream = await self.client.chat.completions.create(
+                    stream: Any = await self.client.chat.completions.create(
                         model=self.settings.llm_model,
                         messages=messages,
                         stream=True,

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from graph.extractive import extractive_answer, salient_terms, term_weights
-from graph.policies.base import AssessStep, OnToken, PlanStep, Verdict, View
+from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
 from graph.text import proper_phrases, stem, terms, words
 from tools.evidence import Evidence
 from tools.executor import ToolCall
@@ -236,7 +236,7 @@ class RulePolicy:
             return AssessStep(
                 Verdict(decision="enough", reason="all question terms covered", missing=[])
             )
-        decision = "next" if any(c.tool == "lookup_entity" for c in calls) else "more"
+        decision: Decision = "next" if any(c.tool == "lookup_entity" for c in calls) else "more"
         return AssessStep(
             Verdict(
                 decision=decision,
