@@ -17,6 +17,7 @@ from pathlib import Path
 
 from retrieval.records import Meta, Record
 
+_CONTENT_VERSION = "content_version"
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;
@@ -101,11 +102,33 @@ class Catalog:
 
     def set_meta(self, key: str, value: str) -> None:
         with self._lock, self._conn:
-            self._conn.execute(
-                "INSERT INTO meta(key, value) VALUES(?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                (key, value),
-            )
+            self._set_meta(key, value)
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
+
+    def switch_generation(self, generation: str, model: str) -> None:
+        """Point at another dense generation and its model in one transaction."""
+        with self._lock, self._conn:
+            self._set_meta("generation", generation)
+            self._set_meta("embedding_model", model)
+
+    def content_version(self) -> int:
+        """A counter every change of documents bumps (in the change's own transaction),
+        so a cache keyed on it is stale exactly when some process changed the content."""
+        value = self.get_meta(_CONTENT_VERSION)
+        return int(value) if value is not None else 0
+
+    def _bump_content_version(self) -> None:
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES(?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value=CAST(value AS INTEGER) + 1",
+            (_CONTENT_VERSION,),
+        )
 
     # ---- documents --------------------------------------------------------------------
     def document(self, doc_id: str) -> DocumentRow | None:
@@ -146,6 +169,7 @@ class Catalog:
         with self._lock, self._conn:
             for records in docs:
                 self._replace_one(records, vectors, now)
+            self._bump_content_version()
 
     def _replace_one(
         self, records: Sequence[Record], vectors: dict[str, bytes | None], now: str
@@ -185,6 +209,7 @@ class Catalog:
         with self._lock, self._conn:
             self._conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
             self._conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+            self._bump_content_version()
 
     def delete_source(self, source: str) -> None:
         with self._lock, self._conn:
@@ -195,6 +220,7 @@ class Catalog:
             self._conn.execute("DELETE FROM documents WHERE source=?", (source,))
             self._conn.execute("DELETE FROM sources WHERE name=?", (source,))
             self._conn.execute("DELETE FROM projects WHERE source=?", (source,))
+            self._bump_content_version()
 
     # ---- chunks -----------------------------------------------------------------------
     def records(self, ids: Iterable[str]) -> list[Record]:
@@ -226,11 +252,21 @@ class Catalog:
                 out[cid] = (Record.model_validate_json(raw), vec)
         return out
 
-    def doc_records(self, doc_id: str) -> list[Record]:
+    def doc_records(
+        self, doc_id: str, first: int | None = None, last: int | None = None
+    ) -> list[Record]:
+        """A document's chunks in order; only those with ``first <= chunk_index <= last``
+        when bounds are given (neighbours read a few chunks, not the whole document)."""
+        sql = "SELECT record FROM chunks WHERE doc_id=?"
+        args: list[object] = [doc_id]
+        if first is not None:
+            sql += " AND chunk_index >= ?"
+            args.append(first)
+        if last is not None:
+            sql += " AND chunk_index <= ?"
+            args.append(last)
         with self._lock:
-            rows = self._conn.execute(
-                "SELECT record FROM chunks WHERE doc_id=? ORDER BY chunk_index", (doc_id,)
-            ).fetchall()
+            rows = self._conn.execute(sql + " ORDER BY chunk_index", args).fetchall()
         return [Record.model_validate_json(r[0]) for r in rows]
 
     def iter_chunks(self, batch: int = 512) -> Iterable[tuple[Record, bytes | None]]:

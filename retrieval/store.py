@@ -16,6 +16,7 @@ import difflib
 import logging
 import shutil
 import struct
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,9 +43,6 @@ class IngestReport:
     records_indexed: int = 0
     embeddings: int = 0
     seconds: float = 0.0
-
-    def merge_failures(self, failures: Iterable[tuple[str, str]]) -> None:
-        self.failed.extend(failures)
 
 
 class StoreError(RuntimeError):
@@ -136,8 +134,6 @@ class Store:
     ) -> IngestReport:
         """Index records; unchanged documents (same content hash, ACL and chunking) cost
         no embedding work; a changed document's chunks are replaced in place."""
-        import time
-
         start = time.perf_counter()
         report = IngestReport()
         by_doc: dict[str, list[Record]] = {}
@@ -278,14 +274,7 @@ class Store:
         flush()
         dense.optimize()
         old_generation, old_dense = self.generation, self.dense
-        with self.catalog._lock, self.catalog._conn:  # one transaction: pointer + model
-            self.catalog._conn.execute(
-                "UPDATE meta SET value=? WHERE key='generation'", (generation,)
-            )
-            self.catalog._conn.execute(
-                "UPDATE meta SET value=? WHERE key='embedding_model'",
-                (self.settings.embedding_model,),
-            )
+        self.catalog.switch_generation(generation, self.settings.embedding_model)
         self.dense, self.embedder, self.generation = dense, embedder, generation
         old_dense.close()
         old_path = self.settings.home / "dense" / old_generation
@@ -296,6 +285,11 @@ class Store:
     # ---- read side --------------------------------------------------------------------
     def corpus_size(self) -> int:
         return self.catalog.count_chunks()
+
+    def version(self) -> int:
+        """Changes with every ingest that changed something, delete and ACL change (in any
+        process sharing this home): what a cache of titles or results keys on."""
+        return self.catalog.content_version()
 
     def is_empty(self) -> bool:
         return self.catalog.count_documents() == 0
@@ -351,11 +345,10 @@ class Store:
         if not found:
             return []
         me = found[0]
-        return [
-            r
-            for r in self.get_document(me.doc_id, flt)
-            if r.id != me.id and abs(r.chunk_index - me.chunk_index) <= window
-        ]
+        nearby = self.catalog.doc_records(
+            me.doc_id, me.chunk_index - window, me.chunk_index + window
+        )
+        return [r for r in nearby if r.id != me.id and self.allowed(r, flt)]
 
     def titles(self, flt: SearchFilter) -> list[tuple[str, str]]:
         """(title, doc_id) of every document the filter admits."""

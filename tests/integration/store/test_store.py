@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from retrieval.catalog import Catalog
 from retrieval.engines.base import SearchFilter
 from tests.conftest import make_record
 
@@ -81,6 +82,31 @@ def test_neighbors_and_document_order(store):
     flt = store.filter_for([])
     assert [r.id for r in store.neighbors("test:n.md#2", flt)] == ["test:n.md#1", "test:n.md#3"]
     assert [r.chunk_index for r in store.get_document("test:n.md", flt)] == [0, 1, 2, 3]
+    assert [r.id for r in store.neighbors("test:n.md#0", flt, window=2)] == [
+        "test:n.md#1",
+        "test:n.md#2",
+    ]
+    assert store.neighbors("test:n.md#9", flt) == []
+
+
+def test_version_changes_with_content_and_is_shared_through_the_catalog(store):
+    v0 = store.version()
+    store.ingest(_doc("v.md", ["versioned text"]))
+    v1 = store.version()
+    assert v1 != v0
+    store.ingest(_doc("v.md", ["versioned text"]))  # unchanged: nothing to invalidate
+    assert store.version() == v1
+    store.ingest(_doc("v.md", ["versioned text"], acl=["hr"]))  # an ACL change
+    v2 = store.version()
+    assert v2 != v1
+    # another process reads the same counter from the catalog file
+    other = Catalog(store.home / "catalog.sqlite")
+    try:
+        assert other.content_version() == v2
+    finally:
+        other.close()
+    assert store.delete_document("test:v.md")
+    assert store.version() not in (v0, v1, v2)
 
 
 def test_lexical_only_records_are_not_embedded(store):
