@@ -9,7 +9,7 @@ import math
 from collections import Counter
 
 from graph.policies.base import Answer
-from graph.text import QUESTION_WORDS, key_terms, sentences, terms
+from graph.text import QUESTION_WORDS, instruction_like, key_terms, sentences, terms
 from tools.evidence import Evidence
 
 CANNOT_ANSWER = "I can't answer this from the available sources."
@@ -65,6 +65,8 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
     scored: list[tuple[float, int, int, str]] = []
     for n, e in enumerate(evidence, start=1):
         for i, sent in enumerate(sentences(e.text)):
+            if instruction_like(sent):
+                continue  # data that talks like an instruction is never repeated as an answer
             have = set(terms(f"{e.title} {sent}"))
             s = sum(w for t, w in weights.items() if t in have)
             if s > 0:
@@ -83,8 +85,9 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
         if item[1] not in best_per_doc or item[0] > best_per_doc[item[1]][0]:
             best_per_doc[item[1]] = item
     for n, e in enumerate(evidence[:_LEAD_DOCS], start=1):
-        if n not in best_per_doc and sentences(e.text):
-            best_per_doc[n] = (0.0, n, 0, sentences(e.text)[0])
+        lead = [s for s in sentences(e.text) if not instruction_like(s)]
+        if n not in best_per_doc and lead:
+            best_per_doc[n] = (0.0, n, 0, lead[0])
     chosen = list(best_per_doc.values())
     chosen = sorted(chosen, key=lambda x: (x[1] > _LEAD_DOCS, -x[0], x[1]))[:_MAX_SENTENCES]
     lines = [f"- {sent} [{n}]" for _, n, _, sent in sorted(chosen, key=lambda x: (x[1], x[2]))]

@@ -87,3 +87,17 @@ def key_terms(question: str) -> list[str]:
         if any(c.isdigit() for c in w) and w not in out:
             out.append(w)
     return out
+
+
+# Passages that talk like instructions stay evidence (data) but never steer the plan: a
+# document must not be able to choose the next tool call by asking for it.
+_INSTRUCTION_LIKE = re.compile(
+    r"\b(ignore|disregard|forget)\b[^.]{0,40}\b(instructions?|prompts?|rules|above)\b|"
+    r"^\s*(system|assistant)\s*:|\b(you must|you are now|call (the )?\w+ tool|"
+    r"call lookup_entity|call search_knowledge)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def instruction_like(text: str) -> bool:
+    return bool(_INSTRUCTION_LIKE.search(text))

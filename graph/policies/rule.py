@@ -14,7 +14,7 @@ from typing import Any
 
 from graph.extractive import extractive_answer, salient_terms, term_weights
 from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
-from graph.text import proper_phrases, stem, terms, words
+from graph.text import instruction_like, proper_phrases, stem, terms, words
 from tools.evidence import Evidence
 from tools.executor import ToolCall
 from tools.titles import TitleIndex, base_title
@@ -30,20 +30,6 @@ _RELATIVE = re.compile(
     r"of which|by which|on which)\s+([^?,]+)",
     re.IGNORECASE,
 )
-
-# Passages that talk like instructions stay evidence (data) but never steer the plan: a
-# document must not be able to choose the next tool call by asking for it.
-_INSTRUCTION_LIKE = re.compile(
-    r"\b(ignore|disregard|forget)\b[^.]{0,40}\b(instructions?|prompts?|rules|above)\b|"
-    r"^\s*(system|assistant)\s*:|\b(you must|you are now|call (the )?\w+ tool|"
-    r"call lookup_entity|call search_knowledge)\b",
-    re.IGNORECASE | re.MULTILINE,
-)
-
-
-def instruction_like(text: str) -> bool:
-    return bool(_INSTRUCTION_LIKE.search(text))
-
 
 MAX_QUESTION_LOOKUPS = 4
 _PROTECTED_SHARE = 0.4  # share of the budget kept for the best direct question hits
