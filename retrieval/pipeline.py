@@ -11,6 +11,7 @@ search in which *every* requested leg failed raises.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -160,7 +161,7 @@ async def hybrid_search(
         )
 
     outcomes = await asyncio.gather(
-        *(_timed(lambda leg=leg: run_leg(leg)) for leg in legs),  # type: ignore[misc]
+        *(_timed(functools.partial(run_leg, leg)) for leg in legs),
         return_exceptions=True,
     )
     leg_hits: dict[str, list[Hit]] = {}

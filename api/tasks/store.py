@@ -342,10 +342,6 @@ class TaskStore:
         )
         return [json.loads(r["event"]) for r in rows]
 
-    def count_events(self, task_id: str, types: tuple[str, ...] | None = None) -> int:
-        rows = self.events_after(task_id, 0, limit=1_000_000)
-        return len([e for e in rows if types is None or e.get("type") in types])
-
     # ------------------------------------------------------------- webhooks
     def prepare_webhook(self, task_id: str, webhook_id: str, body: str) -> tuple[str, str]:
         """Fix the id and body once; retries and post-restart redeliveries reuse them."""

@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,7 +41,6 @@ from retrieval.connectors.base import (
     as_list,
     dedupe,
     make_record,
-    parse_time,
 )
 from retrieval.records import ALL_LEGS, Record
 from retrieval.textstats import COMMON_WORDS, DocFreq, is_filler
@@ -294,7 +293,7 @@ class SlackConnector(BaseConnector[SlackThread]):
             text=parent,
             title=title,
             kind="thread",
-            timestamp=parse_time(last.ts) or parse_time(thread.thread_ts),  # type: ignore[arg-type]
+            timestamp=_slack_time(last.ts),
             source_version=max((m.edited_ts or m.ts for m in thread.messages), key=float),
             acl=list(channel.acl),
             author=thread.messages[0].user,
@@ -470,6 +469,11 @@ class SlackConnector(BaseConnector[SlackThread]):
         except ValueError:
             return None
         return SlackMessage(ts, str(name), text, reactions, edited.get("ts"))
+
+
+def _slack_time(ts: str) -> datetime:
+    # Message ts values are epoch seconds, checked numeric when the message was read.
+    return datetime.fromtimestamp(float(ts), tz=UTC)
 
 
 def _is_private(entry: dict[str, Any]) -> bool:
