@@ -82,6 +82,8 @@ async def test_killing_the_server_mid_run_degrades_to_the_extractive_answer(
         if e.type == "node_start" and e.node == "synthesize":
             server.kill()
 
-    result = await r.run(QUESTION, Caller(), RunOptions(max_rounds=1, budget=3), on_event=kill_before_answer)
+    result = await r.run(
+        QUESTION, Caller(), RunOptions(max_rounds=1, budget=3), on_event=kill_before_answer
+    )
     assert any("llm answer failed" in w and "extractive" in w for w in result.warnings)
     assert result.answer and result.citations  # grounded, cited, from the evidence
