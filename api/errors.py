@@ -12,6 +12,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from retrieval.pipeline import SearchFailed
+
 log = logging.getLogger("waypoint.api.errors")
 
 
@@ -73,7 +75,11 @@ _STATUS_CODES = {
     415: "unsupported_media_type",
     422: "invalid_request",
     429: "rate_limited",
+    503: "unavailable",
 }
+
+# How long a client should wait before retrying a search whose every engine leg failed.
+_SEARCH_RETRY_AFTER_S = 5
 
 
 def _field_of(loc: Sequence[Any]) -> str | None:
@@ -107,6 +113,19 @@ def install_error_handlers(app: FastAPI) -> None:
         code = _STATUS_CODES.get(exc.status_code, "error")
         return error_response(
             exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None)
+        )
+
+    @app.exception_handler(SearchFailed)
+    async def _search_failed(_: Request, exc: SearchFailed) -> JSONResponse:
+        # The engines, not the request, failed: 503 so that clients retry. The reasons
+        # (engine messages, hosts, paths) go to the log only.
+        log.warning("search failed: %s", "; ".join(exc.warnings))
+        legs = ", ".join(exc.legs) or "every leg"
+        return error_response(
+            503,
+            "search_unavailable",
+            f"search is unavailable: no search leg answered ({legs}); retry shortly",
+            headers={"Retry-After": str(_SEARCH_RETRY_AFTER_S)},
         )
 
     @app.exception_handler(Exception)

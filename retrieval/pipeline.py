@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -38,11 +38,16 @@ T = TypeVar("T")
 
 
 class SearchFailed(RuntimeError):
-    """Every requested leg failed: there is no degraded result to return."""
+    """Every requested leg failed: there is no degraded result to return.
 
-    def __init__(self, warnings: list[str]) -> None:
+    ``legs`` names the failed legs; ``warnings`` says why each failed (engine messages,
+    which may name hosts or paths: for logs, not for remote callers).
+    """
+
+    def __init__(self, warnings: list[str], legs: Sequence[str] = ()) -> None:
         super().__init__("; ".join(warnings) or "search failed")
         self.warnings = warnings
+        self.legs = list(legs)
 
 
 def recall_depth(corpus_size: int, k: int, requested: int | None = None) -> int:
@@ -180,7 +185,7 @@ async def hybrid_search(
         leg_hits[leg] = found
         timings[leg] = elapsed
     if not leg_hits:
-        raise SearchFailed(warnings)
+        raise SearchFailed(warnings, legs)
 
     records: dict[str, Record] = {}
     legs_out: dict[str, list[RankedItem]] = {}

@@ -131,7 +131,7 @@ def search(
     index: IndexOption = None,
 ) -> None:
     """Hybrid search (BM25 + dense, RRF, rerank) under the caller's permissions."""
-    from retrieval.pipeline import hybrid_search
+    from retrieval.pipeline import SearchFailed, hybrid_search
     from retrieval.search_models import SearchOptions
     from retrieval.store import StoreError
 
@@ -150,7 +150,12 @@ def search(
             flt = store.filter_for(caller.groups, caller.project)
         except StoreError as exc:
             fail(str(exc))
-        result = asyncio.run(hybrid_search(store, query, flt, SearchOptions(k=k, legs=leg_list)))
+        try:
+            result = asyncio.run(
+                hybrid_search(store, query, flt, SearchOptions(k=k, legs=leg_list))
+            )
+        except SearchFailed as exc:  # an engine problem, not a usage error: exit 1
+            fail(f"search failed: {exc}", code=1)
     finally:
         store.close()
     if json_out:

@@ -13,7 +13,7 @@ from api.schemas import SearchRequest
 from retrieval.search_models import SearchOptions, SearchResult
 
 router = APIRouter(prefix="/v1", tags=["search"])
-_ERRORS = error_responses(401, 413, 422, 429)
+_ERRORS = error_responses(401, 413, 422, 429, 503)
 
 
 @router.post("/search", response_model=SearchResult, operation_id="search", responses=_ERRORS)

@@ -174,6 +174,7 @@ async def test_every_leg_failing_raises() -> None:
     with pytest.raises(SearchFailed) as info:
         await hybrid_search(store, "retry", PUBLIC)
     assert len(info.value.warnings) == 2
+    assert info.value.legs == ["lexical", "dense"]
 
 
 async def test_slow_leg_times_out_and_degrades() -> None:

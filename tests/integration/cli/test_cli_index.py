@@ -99,3 +99,19 @@ def test_sources_and_delete(cli, tmp_path):
     assert all(h["doc_id"] != "wiki:teams/payments.md" for h in json.loads(res.stdout)["hits"])
     assert cli("delete", "tickets", "--index", str(index)).exit_code == 0
     assert cli("delete", "nothing-here", "--index", str(index)).exit_code == 2
+
+
+def test_search_whose_every_leg_fails_exits_1_with_the_reason(cli, tmp_path, monkeypatch):
+    from retrieval.engines.tantivy_engine import TantivyLexicalEngine
+
+    index = tmp_path / "idx"
+    cli("ingest", str(_docs(tmp_path)), "--index", str(index))
+
+    def broken(*_args, **_kwargs):
+        raise OSError("lexical index unreadable")
+
+    monkeypatch.setattr(TantivyLexicalEngine, "search", broken)
+    res = cli("search", "ledger-service", "--index", str(index), "--legs", "lexical")
+    assert res.exit_code == 1
+    assert "search failed" in res.output and "lexical index unreadable" in res.output
+    assert "Traceback" not in res.output

@@ -38,8 +38,24 @@ AUTH_A = {"Authorization": "Bearer keyA"}
 AUTH_B = {"Authorization": "Bearer keyB"}
 
 
+class UnreachableEngine:
+    """An engine whose server is down: every search raises, as a lost connection does."""
+
+    def search(self, *_: Any) -> list[Any]:
+        raise ConnectionError("engine at 10.0.0.7:9200 unreachable")
+
+
+class FixedEmbedder:
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+
 class FakeStore:
     settings = None
+    # No engine behind this store: a search gets as far as the legs, which both fail.
+    lexical = UnreachableEngine()
+    dense = UnreachableEngine()
+    embedder = FixedEmbedder()
 
     def filter_for(self, groups: Any, project: str | None = None, **_: Any) -> SearchFilter:
         if project and project != "core":

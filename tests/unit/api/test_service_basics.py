@@ -103,3 +103,15 @@ async def test_openapi_has_stable_operation_ids(client: httpx.AsyncClient) -> No
         "get_source_job",
         "health",
     } <= ops
+
+
+async def test_search_with_every_engine_down_is_503_json_without_internals(
+    client: httpx.AsyncClient,
+) -> None:
+    r = await client.post("/v1/search", json={"query": "who owns billing?"}, headers=AUTH_A)
+    assert r.status_code == 503, r.text
+    assert r.headers["retry-after"]
+    err = r.json()["error"]
+    assert err["code"] == "search_unavailable"
+    assert "lexical" in err["message"] and "dense" in err["message"]
+    assert "10.0.0.7" not in err["message"]  # engine messages stay in the log
