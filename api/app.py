@@ -46,15 +46,9 @@ class RequestContextMiddleware:
         rid = headers.get("x-request-id", "")[:64] or uuid.uuid4().hex[:16]
         token = request_id_var.set(rid)
         try:
-            too_big = error_response(
-                413,
-                "payload_too_large",
-                f"request body exceeds {self.max_body_bytes} bytes",
-                field="body",
-            )
             declared = headers.get("content-length")
             if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-                await too_big(scope, _drain(receive), send)
+                await self._too_big()(scope, _drain(receive), send)
                 return
             body, more = b"", True
             if scope["method"] in ("POST", "PUT", "PATCH"):
@@ -65,7 +59,7 @@ class RequestContextMiddleware:
                     body += message.get("body", b"")
                     more = message.get("more_body", False)
                     if len(body) > self.max_body_bytes:
-                        await too_big(scope, receive, send)
+                        await self._too_big()(scope, receive, send)
                         return
                 receive = _replay(body, receive)
 
@@ -78,6 +72,14 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             request_id_var.reset(token)
+
+    def _too_big(self) -> ASGIApp:
+        return error_response(
+            413,
+            "payload_too_large",
+            f"request body exceeds {self.max_body_bytes} bytes",
+            field="body",
+        )
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

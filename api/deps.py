@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 from api.auth import KeyRing, Principal, RateLimiter, retry_after_header
 from api.errors import ApiError
 from api.settings import ApiSettings
+from api.sources import SourceSync
 from api.tasks.store import TaskStore
 from api.tasks.workers import ChangeFeed, WorkerPool
 from graph.models import Caller
@@ -28,9 +29,8 @@ class Services:
     tasks: TaskStore
     pool: WorkerPool
     feed: ChangeFeed
-    sources: Any = None  # api.sources.SourceSync
+    sources: SourceSync
     answer_slots: asyncio.Semaphore | None = None  # bounds concurrent /v1/answers runs
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
 def get_services(request: Request) -> Services:

@@ -59,7 +59,6 @@ class SourceSync:
         self.configs = configs
         self._jobs: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()  # ingests are serialised: one writer for the index
-        self.connector_error: str | None = None
 
     def start(self) -> None:
         self.tasks.fail_interrupted_source_jobs()
