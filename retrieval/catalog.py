@@ -111,11 +111,12 @@ class Catalog:
             (key, value),
         )
 
-    def switch_generation(self, generation: str, model: str) -> None:
+    def switch_generation(self, generation: str, model: str, model_version: str) -> None:
         """Point at another dense generation and its model in one transaction."""
         with self._lock, self._conn:
             self._set_meta("generation", generation)
             self._set_meta("embedding_model", model)
+            self._set_meta("embedding_version", model_version)
 
     def content_version(self) -> int:
         """A counter every change of documents bumps (in the change's own transaction),

@@ -108,6 +108,17 @@ class Store:
                 settings.embedding_model,
             )
         embedder = Embedder(model, settings.embedding_batch_size)
+        built_with = catalog.get_meta("embedding_version")
+        if built_with is None:
+            catalog.set_meta("embedding_version", embedder.version)
+        elif built_with != embedder.version:
+            # Same model path, other files (an upgraded model package): vectors and queries
+            # would come from different models.
+            log.warning(
+                "the embedding model files at %s changed since the index was built: "
+                "run `waypoint reindex`",
+                model,
+            )
         lexical = _open_lexical(settings)
         dense = _open_dense(settings, generation, embedder)
         return cls(settings, catalog, lexical, dense, embedder, generation)
@@ -274,7 +285,7 @@ class Store:
         flush()
         dense.optimize()
         old_generation, old_dense = self.generation, self.dense
-        self.catalog.switch_generation(generation, self.settings.embedding_model)
+        self.catalog.switch_generation(generation, self.settings.embedding_model, embedder.version)
         self.dense, self.embedder, self.generation = dense, embedder, generation
         old_dense.close()
         old_path = self.settings.home / "dense" / old_generation

@@ -129,6 +129,21 @@ def test_reindex_builds_new_generation_and_switches(store):
     assert [h.record.doc_id for h in store.dense.search(vec, 1, ALL)] == ["test:g.md"]
 
 
+def test_changed_model_files_are_detected_and_reindex_records_the_new_version(
+    store_factory, caplog
+):
+    store = store_factory("models")
+    built_with = store.catalog.get_meta("embedding_version")
+    assert built_with == store.embedder.version
+    store.catalog.set_meta("embedding_version", "files-of-another-model")
+    store.close()
+    with caplog.at_level("WARNING", logger="retrieval.store"):
+        reopened = store_factory("models")
+    assert "run `waypoint reindex`" in caplog.text
+    reopened.reindex()
+    assert reopened.catalog.get_meta("embedding_version") == built_with
+
+
 def test_reader_never_sees_zero_or_duplicate_chunks_during_replace(store):
     store.ingest(_doc("live.md", ["version zero alpha", "version zero beta"]))
     flt = SearchFilter(acl_groups=None, doc_ids=("test:live.md",))
