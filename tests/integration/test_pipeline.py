@@ -172,8 +172,8 @@ async def test_result_exposes_every_stage(store: Store) -> None:
     assert result.corpus_size == store.corpus_size() and result.depth == 20
     assert result.hits[0].doc_id == "test:search-service"
     assert len(result.legs["lexical"]) <= 20 and len(result.legs["dense"]) == 20
-    for stage in ("rewrite", "lexical", "dense", "fuse", "rerank", "expand", "total"):
-        assert result.timings_ms[stage] >= 0
+    stages = {"rewrite", "lexical", "dense", "fuse", "rerank", "expand", "total"}
+    assert stages <= set(result.timings_ms)  # every stage timed, none left out
     # Without a configured cross-encoder the stage is skipped, and the result says so.
     assert result.reranked is None and NO_MODEL_WARNING in result.warnings
 
