@@ -83,6 +83,7 @@ class Store:
         self.embedder = embedder
         self.generation = generation
         self.home = settings.home
+        self._docs_view: _DocumentsView | None = None
 
     # ---- opening ----------------------------------------------------------------------
     @classmethod
@@ -361,40 +362,69 @@ class Store:
         )
         return [r for r in nearby if r.id != me.id and self.allowed(r, flt)]
 
+    def _documents_view(self) -> _DocumentsView:
+        version = self.version()
+        view = self._docs_view
+        if view is None or view.version != version:
+            view = _DocumentsView(version, self.catalog.documents())
+            self._docs_view = view
+        return view
+
     def titles(self, flt: SearchFilter) -> list[tuple[str, str]]:
         """(title, doc_id) of every document the filter admits."""
         return [(d.title, d.doc_id) for d in self._visible_documents(flt) if d.title]
 
     def _visible_documents(self, flt: SearchFilter) -> list[DocumentRow]:
-        out = []
-        for d in self.catalog.documents():
-            if flt.acl_groups is not None and not set(d.acl) & set(flt.acl_groups):
-                continue
-            if flt.sources is not None and d.source not in flt.sources:
-                continue
-            out.append(d)
-        return out
+        return [d for d in self._documents_view().docs if _admits(flt, d)]
 
     def lookup(self, name: str, flt: SearchFilter, limit: int = 5) -> list[Record]:
         """Open the documents about ``name``: exact title, then entity, then fuzzy title.
         Returns the first visible chunk of each matching document."""
-        key = name.strip().lower()
+        key = name.strip().casefold()
         if not key:
             return []
-        docs = self._visible_documents(flt)
-        exact = [d for d in docs if d.title.lower() == key]
-        entity = [d for d in docs if d not in exact and key in {e.lower() for e in d.entities}]
-        ranked = exact + entity
+        view = self._documents_view()
+        ranked = [d for d in view.by_title.get(key, []) if _admits(flt, d)]
+        ranked += [d for d in view.by_entity.get(key, []) if d not in ranked and _admits(flt, d)]
         if len(ranked) < limit:
-            titles = {d.title.lower(): d for d in docs if d.title and d not in ranked}
-            close = difflib.get_close_matches(key, list(titles), n=limit, cutoff=0.8)
-            ranked += [titles[t] for t in close]
+            # Fuzzy only over admitted titles, so a near-miss never reveals a hidden one.
+            visible = {
+                t: [d for d in ds if _admits(flt, d) and d not in ranked]
+                for t, ds in view.by_title.items()
+            }
+            close = difflib.get_close_matches(
+                key, [t for t, ds in visible.items() if ds], n=limit, cutoff=0.8
+            )
+            ranked += [d for t in close for d in visible[t]]
         out: list[Record] = []
         for d in ranked[:limit]:
             recs = self.get_document(d.doc_id, flt)
             if recs:
                 out.append(recs[0])
         return out
+
+
+class _DocumentsView:
+    """Documents indexed by folded title and entity, rebuilt when the catalog changes."""
+
+    def __init__(self, version: int, docs: list[DocumentRow]) -> None:
+        self.version = version
+        self.docs = docs
+        self.by_title: dict[str, list[DocumentRow]] = {}
+        self.by_entity: dict[str, list[DocumentRow]] = {}
+        for d in docs:
+            if d.title:
+                self.by_title.setdefault(d.title.casefold(), []).append(d)
+            for e in d.entities:
+                self.by_entity.setdefault(e.casefold(), []).append(d)
+
+
+def _admits(flt: SearchFilter, d: DocumentRow) -> bool:
+    if flt.acl_groups is not None and not set(d.acl) & set(flt.acl_groups):
+        return False
+    if flt.sources is not None and d.source not in flt.sources:
+        return False
+    return flt.doc_ids is None or d.doc_id in flt.doc_ids
 
 
 def _new_generation_name() -> str:
