@@ -165,7 +165,9 @@ def create_app(
         finally:
             await services.sources.stop()
             await services.pool.stop()
-            close = getattr(services.researcher, "close", None)
+            close = getattr(services.researcher, "aclose", None) or getattr(
+                services.researcher, "close", None
+            )
             if callable(close):
                 result = close()
                 if hasattr(result, "__await__"):

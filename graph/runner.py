@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
 from graph.builder import build_graph
+from graph.checkpoints import Checkpoints
 from graph.context import RunContext
 from graph.events import EventSink, OnEvent
 from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
@@ -51,6 +50,9 @@ class Researcher:
         home = Path(getattr(getattr(store, "settings", None), "home", None) or ".waypoint")
         self.checkpoint_path = checkpointer_path or home / "runs.sqlite"
         self.traces = TraceStore(self.checkpoint_path.with_name("traces.sqlite"))
+        # One saver per event loop, shared by every run on it (opened on first use).
+        self.checkpoints = Checkpoints(self.checkpoint_path, self.settings.checkpoint_url)
+        self._graph_cache: Any = None  # the graph compiled against the latest saver
         self.policy = policy or make_policy(self.settings)
         self.search_fn = search_fn  # None: retrieval.pipeline.hybrid_search
         self.executor = ToolExecutor(
@@ -59,7 +61,16 @@ class Researcher:
             max_retries=self.settings.tool_max_retries,
         )
 
+    async def aclose(self) -> None:
+        """Close the checkpointer (awaiting its connection) and the trace store."""
+        await self.checkpoints.aclose()
+        self._graph_cache = None
+        self.traces.close()
+
     def close(self) -> None:
+        """Synchronous close (no loop needed): stops the checkpointer connections."""
+        self.checkpoints.close()
+        self._graph_cache = None
         self.traces.close()
 
     # -- running --
@@ -123,17 +134,16 @@ class Researcher:
             "recursion_limit": _RECURSION_LIMIT,
         }
         try:
-            async with self._checkpointer() as saver:
-                graph = build_graph(saver)
-                if graph_input is None:
-                    snapshot = await graph.aget_state(config)
-                    if not snapshot.values:  # killed before the first checkpoint
-                        graph_input = {
-                            k: run_input[k] for k in ("run_id", "question", "caller", "options")
-                        }
-                out = await graph.ainvoke(  # type: ignore[call-overload]
-                    graph_input, config=config, context=context, durability="sync"
-                )
+            graph = await self._graph()
+            if graph_input is None:
+                snapshot = await graph.aget_state(config)
+                if not snapshot.values:  # killed before the first checkpoint
+                    graph_input = {
+                        k: run_input[k] for k in ("run_id", "question", "caller", "options")
+                    }
+            out = await graph.ainvoke(
+                graph_input, config=config, context=context, durability="sync"
+            )
             result = ResearchResult.model_validate(out["result"])
         except Exception as exc:
             await sink.emit("error", error=f"{type(exc).__name__}: {exc}")
@@ -142,26 +152,12 @@ class Researcher:
         self.traces.finish_run(run_id, "done", result.model_dump(mode="json"))
         return result
 
-    @contextlib.asynccontextmanager
-    async def _checkpointer(self) -> AsyncIterator[Any]:
-        url = self.settings.checkpoint_url
-        if url:
-            try:
-                from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-            except ImportError as exc:
-                raise RuntimeError(
-                    "WAYPOINT_CHECKPOINT_URL needs the optional dependency "
-                    "langgraph-checkpoint-postgres (pip install 'waypoint[postgres]')"
-                ) from exc
-            async with AsyncPostgresSaver.from_conn_string(url) as saver:
-                await saver.setup()
-                yield saver
-            return
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-        self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
-        async with AsyncSqliteSaver.from_conn_string(str(self.checkpoint_path)) as saver:
-            yield saver
+    async def _graph(self) -> Any:
+        saver = await self.checkpoints.saver()
+        graph = self._graph_cache
+        if graph is None or graph.checkpointer is not saver:
+            graph = self._graph_cache = build_graph(saver)
+        return graph
 
     # -- inspecting --
 

@@ -1,7 +1,9 @@
 """Runs and their trace events, persisted beside the checkpoints (SQLite, one file).
 
-Writes are tiny and synchronous; a lock keeps them safe from the worker threads the tools
-use. Readers (``waypoint trace``, the HTTP layer) open the same file.
+Writes are tiny and synchronous, one short transaction each; a lock keeps them safe from
+the worker threads the tools use. WAL lets readers (``waypoint trace``, the HTTP layer,
+another process) read while a run writes, and ``busy_timeout`` makes a writer in another
+process wait for the write lock instead of failing with ``database is locked``.
 """
 
 from __future__ import annotations
@@ -40,10 +42,14 @@ CREATE TABLE IF NOT EXISTS events (
 
 
 class TraceStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, busy_timeout_s: float = 30.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_s)
+        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         self._db.execute("PRAGMA journal_mode=WAL")
+        # Every event is a commit: in WAL mode NORMAL skips the fsync per commit and stays
+        # consistent after a process kill.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
 

@@ -118,14 +118,22 @@ def ask(
     checked_mode: Literal["hybrid", "iterative"] = "hybrid" if mode == "hybrid" else "iterative"
     options = RunOptions(mode=checked_mode, max_rounds=max_rounds, budget=budget)
     researcher, store = _researcher(index, must_exist=True)
+
+    async def research() -> tuple[ResearchResult, list[TraceEvent]]:
+        try:
+            result = await researcher.run(question, caller, options)
+            return result, researcher.get_trace(result.run_id)
+        finally:
+            await researcher.aclose()  # the checkpointer's connection lives on this loop
+
     try:
-        result = asyncio.run(researcher.run(question, caller, options))
+        result, events = asyncio.run(research())
         if json_out:
             typer.echo(result.model_dump_json(indent=2))
         else:
             print_result(result)
         if trace and not json_out:
-            console.print(render_trace(researcher.get_trace(result.run_id)))
+            console.print(render_trace(events))
     except ValueError as exc:
         fail(str(exc))
     finally:

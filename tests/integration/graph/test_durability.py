@@ -87,7 +87,11 @@ def test_a_killed_run_resumes_with_its_round_one_evidence(
     }
     assert round_one and not any(e.type == "done" for e in before)
 
-    result = asyncio.run(researcher.resume("run-1"))
+    try:
+        result = asyncio.run(researcher.resume("run-1"))
+    finally:
+        researcher.close()
+    researcher = Researcher(store)  # a fresh reader of what the run left behind
     after = researcher.get_trace("run-1")
     from_round_one = {e.id for e in result.evidence if any(p.round == 1 for p in e.provenance)}
     assert from_round_one == round_one
