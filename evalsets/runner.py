@@ -91,9 +91,14 @@ class ModeRunner:
                 self.store, checkpointer_path=Path(self._scratch.name) / "runs.sqlite"
             )
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         if self._researcher is not None:
-            self._researcher.close()
+            # The checkpointer's connection lives on this event loop: close it here.
+            aclose = getattr(self._researcher, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            else:
+                self._researcher.close()
         if self._scratch is not None:
             self._scratch.cleanup()
 
@@ -172,7 +177,7 @@ async def run_mode(
             if on_progress:
                 on_progress(mode, i)
     finally:
-        runner.close()
+        await runner.aclose()
     return outcomes, errors
 
 

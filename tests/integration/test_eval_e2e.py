@@ -135,3 +135,26 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path) -> None:
     missing = _waypoint(tmp_path, "eval", str(tmp_path / "absent.jsonl"))
     assert missing.returncode == 2
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_iterative_mode_answers_and_cites(eval_run: tuple[Path, Path, dict]) -> None:
+    tmp, questions, _ = eval_run
+    out = tmp / "iterative.json"
+    proc = _waypoint(
+        tmp / "home",
+        "eval",
+        str(questions),
+        "--mode",
+        "iterative",
+        "--limit",
+        "6",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    values = json.loads(out.read_text())["modes"]["iterative"]
+    assert values["errors"] == 0
+    assert values["em"] is not None and values["f1"] is not None  # it produces answers
+    assert 0.0 <= values["f1"] <= 1.0
+    assert values["mean_rounds"] >= 1.0 and values["mean_tool_calls"] >= 1.0
+    assert values["support_recall"] is not None and 0.0 <= values["support_recall"] <= 1.0
