@@ -99,6 +99,24 @@ def eval_settings(base: RetrievalSettings | None, digest: str) -> tuple[Retrieva
     return settings, home
 
 
+def prune_stale(eval_root: Path, dataset: str, keep: Path) -> list[Path]:
+    """Remove older complete indexes of ``dataset`` (superseded by ``keep``): every code or
+    corpus change builds a new one, and each holds a full copy of the embeddings."""
+    removed: list[Path] = []
+    for marker in sorted(eval_root.glob(f"*/{MARKER}")):
+        home = marker.parent
+        if home == keep:
+            continue
+        try:
+            info = json.loads(marker.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue  # not ours to judge: leave it
+        if info.get("dataset") == dataset:
+            shutil.rmtree(home, ignore_errors=True)
+            removed.append(home)
+    return removed
+
+
 def open_eval_index(
     records: Sequence[Record],
     dataset: str,
@@ -130,4 +148,5 @@ def open_eval_index(
                 indent=2,
             )
         )
+        prune_stale(home.parent, dataset, keep=home)
     return EvalIndex(store=store, home=home, reused=reused, digest=digest)

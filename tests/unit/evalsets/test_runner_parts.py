@@ -72,3 +72,23 @@ def test_plot_skips_metrics_no_mode_has(tmp_path: Path) -> None:
     }
     path = plot_modes(report, tmp_path / "plots" / "r.png")
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_prune_stale_removes_only_older_indexes_of_the_same_dataset(tmp_path: Path) -> None:
+    import json
+
+    from evalsets.index import MARKER, prune_stale
+
+    def make(name: str, dataset: str | None) -> Path:
+        home = tmp_path / name
+        home.mkdir()
+        if dataset is not None:
+            (home / MARKER).write_text(json.dumps({"dataset": dataset}))
+        return home
+
+    keep = make("new", "hotpotqa")
+    old = make("old", "hotpotqa")
+    other = make("other", "musique")
+    partial = make("partial", None)
+    assert prune_stale(tmp_path, "hotpotqa", keep) == [old]
+    assert keep.exists() and other.exists() and partial.exists() and not old.exists()
