@@ -9,7 +9,8 @@ import math
 from collections import Counter
 
 from graph.policies.base import Answer
-from graph.text import QUESTION_WORDS, instruction_like, key_terms, sentences, terms
+from graph.support import Support, answer_type, assess_support
+from graph.text import QUESTION_WORDS, instruction_like, proper_phrases, sentences, terms
 from tools.evidence import Evidence
 
 CANNOT_ANSWER = "I can't answer this from the available sources."
@@ -51,66 +52,87 @@ def coverage(
 
 def extractive_answer(question: str, evidence: list[Evidence], note: str | None = None) -> Answer:
     warnings = [note] if note else []
-    # Both the names/numbers and most of the question's other content words must appear:
-    # a page about the right service that never mentions a "port" does not answer
-    # "which port...".
-    cov, missing = coverage(question, evidence)
-    enough = cov >= _MIN_COVERAGE
-    keys = key_terms(question)
-    if keys:
-        key_cov, key_missing = coverage(question, evidence, keys)
-        enough = enough and key_cov >= _MIN_KEY_COVERAGE
-        missing = list(dict.fromkeys([*key_missing, *missing]))
-    weights = term_weights(question, evidence)
-    scored: list[tuple[float, int, int, str]] = []
-    for n, e in enumerate(evidence, start=1):
-        for i, sent in enumerate(sentences(e.text)):
-            if instruction_like(sent):
-                continue  # data that talks like an instruction is never repeated as an answer
-            have = set(terms(f"{e.title} {sent}"))
-            s = sum(w for t, w in weights.items() if t in have)
-            if s > 0:
-                scored.append((s, n, i, sent))
-    if not evidence or not scored or not enough:
-        what = ", ".join(missing) if missing else "any passage about the question"
+    # Faithfulness, not overlap: some sentence, read with its page and its chain, must
+    # state what the question asks about next to the question's own names.
+    verdict = assess_support(question, evidence)
+    if not evidence or not verdict.supported:
+        what = ", ".join(verdict.missing) if verdict.missing else "any passage about the question"
         return Answer(
             text=f"{CANNOT_ANSWER} Missing: {what}.",
             answerable=False,
             warnings=warnings,
         )
-    # The best sentence of each of the top passages (a later hop rarely shares the
-    # question's words), then the best-scoring others, in reading order.
-    best_per_doc: dict[int, tuple[float, int, int, str]] = {}
-    for item in scored:
-        if item[1] not in best_per_doc or item[0] > best_per_doc[item[1]][0]:
-            best_per_doc[item[1]] = item
+    # The supporting sentences first (one per passage, the most direct), then the best
+    # sentence of each top passage for context (a later hop rarely shares the question's
+    # words), in reading order.
+    chosen: dict[int, tuple[float, int, int, str]] = {}
+    for sup in sorted(verdict.supports, key=lambda x: (-(x.direct + x.coverage), x.index)):
+        if sup.index not in chosen and len(chosen) < _MAX_SENTENCES:
+            chosen[sup.index] = (10 + sup.direct + sup.coverage, sup.index, sup.order, sup.sentence)
+    weights = term_weights(question, evidence)
     for n, e in enumerate(evidence[:_LEAD_DOCS], start=1):
-        lead = [s for s in sentences(e.text) if not instruction_like(s)]
-        if n not in best_per_doc and lead:
-            best_per_doc[n] = (0.0, n, 0, lead[0])
-    chosen = list(best_per_doc.values())
-    chosen = sorted(chosen, key=lambda x: (x[1] > _LEAD_DOCS, -x[0], x[1]))[:_MAX_SENTENCES]
-    lines = [f"- {sent} [{n}]" for _, n, _, sent in sorted(chosen, key=lambda x: (x[1], x[2]))]
-    short = _short_answer(question, evidence)
+        if n in chosen or len(chosen) >= _MAX_SENTENCES:
+            continue
+        best: tuple[float, int, int, str] | None = None
+        for i, sent in enumerate(sentences(e.text)):
+            if instruction_like(sent):
+                continue  # data that talks like an instruction is never repeated
+            have = set(terms(f"{e.title} {sent}"))
+            score = sum(w for t, w in weights.items() if t in have)
+            if score > 0 and (best is None or score > best[0]):
+                best = (score, n, i, sent)
+        if best is None:
+            lead = [(i, x) for i, x in enumerate(sentences(e.text)) if not instruction_like(x)]
+            best = (0.0, n, lead[0][0], lead[0][1]) if lead else None
+        if best is not None:
+            chosen[n] = best
+    lines = [f"- {sent} [{n}]" for _, n, _, sent in sorted(chosen.values(), key=lambda x: x[1:3])]
+    short = _short_answer(question, evidence, verdict.supports)
     head = f"Answer: {short[0]} [{short[1]}]\n\n" if short else ""
-    tail = f"\n\nNot found in the sources: {', '.join(missing)}." if missing else ""
     return Answer(
-        text=head + "Supporting evidence:\n" + "\n".join(lines) + tail,
+        text=head + "Supporting evidence:\n" + "\n".join(lines),
         answerable=True,
         short_answer=short[0] if short else None,
         warnings=warnings,
     )
 
 
-def _short_answer(question: str, evidence: list[Evidence]) -> tuple[str, int] | None:
-    """The entity that closes a chain: a page opened by following a mention (a later
-    hop), ranked near the top, that the question itself does not name."""
+def _short_answer(
+    question: str, evidence: list[Evidence], supports: list[Support]
+) -> tuple[str, int] | None:
+    """A name that can be read off: for "who", the person named in the most direct
+    supporting sentence; otherwise the entity that closes a chain (a page opened by
+    following a mention, ranked near the top, that the question does not name)."""
     q = question.casefold()
-    if not q.startswith(("who ", "which ", "whom ")):
+    ask = (sentences(question) or [question])[-1].casefold()  # "Ticket X ... . Who leads..."
+    if not ask.startswith(("who ", "which ", "whom ")):
         return None  # "what position..." asks about the hop page, not for its name
+    q_terms = set(terms(question))
+    if ask.startswith(("who ", "whom ")):
+        for sup in sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index)):
+            names = [
+                p
+                for p in proper_phrases(sup.sentence)
+                if 2 <= len(p.split()) <= 4
+                and all(w[:1].isupper() for w in p.split())
+                and not set(terms(p)) & q_terms
+            ]
+            if names:
+                return names[0], sup.index
+    # "which team ..." is answered by a page title only if the title names that kind.
+    kind = set(answer_type(question))
     for n, e in enumerate(evidence[:3], start=1):
         hop = any(p.tool == "lookup_entity" and p.round > 1 for p in e.provenance)
         name = e.title.split(" (", 1)[0].strip()
-        if hop and name and name.casefold() not in q:
+        fits = bool(kind & set(terms(name))) or (
+            ask.startswith(("who ", "whom ")) and _name_like(name)
+        )
+        if hop and fits and name and name.casefold() not in q:
             return name, n
     return None
+
+
+def _name_like(text: str) -> bool:
+    """A person's or organisation's name: a few capitalised words, no ids or punctuation."""
+    parts = text.split()
+    return 1 <= len(parts) <= 4 and all(p[:1].isupper() and p.isalpha() for p in parts)

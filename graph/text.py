@@ -12,7 +12,7 @@ STOPWORDS = frozenset(
     where why how whether if into onto out over under about after before between both each
     either neither all any some same other another more most less least very also only just
     one ones first name named called known also get got make made many much same located
-    situated based""".split()
+    situated based someone somebody anyone anybody something anything everyone""".split()
 )
 # Words that ask rather than describe (kept out of coverage checks).
 QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
@@ -73,19 +73,36 @@ def proper_phrases(text: str) -> list[str]:
 
 
 def key_terms(question: str) -> list[str]:
-    """The terms a grounded answer cannot do without: names and numbers/ids.
+    """The terms a grounded answer cannot do without: names, ids and numbers.
 
-    Capitalised phrases (minus a sentence-initial question word) and tokens with digits;
-    the rest of a question ("which position was held...") is phrasing, not content.
+    Capitalised phrases (minus a word capitalised only because it starts a sentence, like
+    "Ticket" or "Someone"), identifiers written with hyphens, underscores or digits
+    ("geofence-watcher", "OPS-142", "relay-eu1") and numbers; the rest of a question
+    ("which position was held...") is phrasing, not content.
     """
+    initial = {
+        w.casefold()
+        for w in re.findall(r"(?:^|[.!?:]\s+)[\"'“(]?([\w'’]+)", question)
+        if w[:1].isupper() and w[1:].islower() and w.isalpha()
+    }
     out: list[str] = []
+
+    def add(t: str) -> None:
+        if t not in QUESTION_WORDS and t not in out:
+            out.append(t)
+
     for phrase in proper_phrases(question):
-        for t in terms(phrase):
-            if t not in QUESTION_WORDS and t not in out:
-                out.append(t)
+        toks = phrase.split()
+        if toks and toks[0].casefold().strip("'’") in initial:
+            toks = toks[1:]  # "Ticket OPS-142 ..." -> "OPS-142"
+        for t in terms(" ".join(toks)):
+            add(t)
+    for ident in re.findall(r"\w+(?:[-_.]\w+)+", question):
+        for t in terms(ident):
+            add(t)
     for w in words(question):
-        if any(c.isdigit() for c in w) and w not in out:
-            out.append(w)
+        if any(c.isdigit() for c in w):
+            add(w)
     return out
 
 

@@ -108,16 +108,18 @@ def _name_score(name: str, title: str) -> float:
 
 async def lookup_entity(ctx: ToolContext, args: LookupArgs) -> ToolOutput:
     records = await asyncio.to_thread(ctx.store.lookup, args.name, ctx.flt, args.limit)
-    evidence = [evidence_from_record(r, _name_score(args.name, r.title)) for r in records]
-    if args.query:
-        # A long page's first section rarely holds the fact sought: add its best section.
-        for first in list(records):
+    evidence = []
+    for first in records:
+        score = _name_score(args.name, first.title)
+        if args.query:
+            # A long page's first section rarely holds the fact sought: its best-matching
+            # section comes first, then the page's opening (what the page is about).
             chunks = await asyncio.to_thread(ctx.store.get_document, first.doc_id, ctx.flt)
             best = _best_section(chunks, args.query, skip=first.id)
             if best is not None:
-                evidence.append(
-                    evidence_from_record(best, 0.9 * _name_score(args.name, best.title))
-                )
+                evidence.append(evidence_from_record(best, score))
+                score *= 0.9
+        evidence.append(evidence_from_record(first, score))
     return ToolOutput(evidence=evidence, detail={"matched": [e.title for e in evidence]})
 
 
@@ -127,10 +129,20 @@ _STOP = frozenset(
 )
 
 
+def _fold(token: str) -> str:
+    """A light inflection fold so "leads" meets "lead" and "owns" meets "Owning"."""
+    for suffix, keep in (("ing", 3), ("ies", 3), ("es", 4), ("s", 3)):
+        if token.endswith(suffix) and len(token) - len(suffix) >= keep:
+            return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return token
+
+
 def _best_section(chunks: list[Any], query: str, skip: str) -> Any:
-    wanted = {t for t in tokens(query) if t not in _STOP}
+    wanted = {_fold(t) for t in tokens(query) if t not in _STOP}
     scored = [
-        (len(wanted & set(tokens(c.text))), -c.chunk_index, c) for c in chunks if c.id != skip
+        (len(wanted & {_fold(t) for t in tokens(c.text)}), -c.chunk_index, c)
+        for c in chunks
+        if c.id != skip
     ]
     scored = [s for s in scored if s[0] > 0]
     return max(scored, key=lambda s: (s[0], s[1]))[2] if scored else None

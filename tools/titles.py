@@ -48,8 +48,12 @@ class TitleIndex:
     def __len__(self) -> int:
         return len(self.titles)
 
-    def mentions(self, text: str) -> list[str]:
-        """Full titles whose name occurs in ``text`` (first occurrence order, no repeats)."""
+    def mentions(self, text: str, exclude: frozenset[str] | set[str] = frozenset()) -> list[str]:
+        """Full titles whose name occurs in ``text`` (first occurrence order, no repeats).
+
+        ``exclude``: titles not to match (a page's own title, which would otherwise swallow
+        the names inside it: "Postmortem ...: tracking-ingest outage").
+        """
         toks = tokens(text)
         found: list[str] = []
         seen: set[str] = set()
@@ -57,6 +61,8 @@ class TitleIndex:
         while i < len(toks):
             matched = 0
             for name_toks, title in self._by_first.get(toks[i], ()):
+                if title in exclude:
+                    continue
                 n = len(name_toks)
                 if matched and n < matched:
                     break  # entries are longest first; a shorter name is inside the match

@@ -37,14 +37,21 @@ MAX_HOP_LOOKUPS = 6
 MAX_HOP_SEARCHES = 2
 ENTITIES_PER_PASSAGE = 2
 TOP_FOR_HOPS = 4
+FRONTIER_HOPS = 3  # passages reached by the last round's hops whose mentions are followed
+OWN_PAGE_LOOKUPS = 2  # top direct hits whose page is searched for its best section
 
 
-def named_titles(text: str, titles: TitleIndex | None, proper_only: bool = True) -> list[str]:
+def named_titles(
+    text: str,
+    titles: TitleIndex | None,
+    proper_only: bool = True,
+    exclude: frozenset[str] | set[str] = frozenset(),
+) -> list[str]:
     """Titles ``text`` names; with ``proper_only`` the mention must be capitalised."""
     if titles is None:
         return []
     out = []
-    for title in titles.mentions(text):
+    for title in titles.mentions(text, exclude):
         name = base_title(title)
         for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
             surface = m.group(0)
@@ -115,10 +122,18 @@ def bridge_entities(e: Evidence, question: str) -> list[str]:
         fold = phrase.casefold()
         if fold in q_fold or fold == title or fold in title or len(phrase) < 3:
             continue
-        if set(terms(phrase)) <= q_terms or phrase in names:
+        if set(terms(phrase)) <= q_terms or phrase in names or _is_label(phrase, e.text):
             continue
         names.append(phrase)
     return by_proximity(e, question, names)
+
+
+def _is_label(phrase: str, text: str) -> bool:
+    """A one-word field label or heading ("Status:", "## Summary"), not a name."""
+    if " " in phrase:
+        return False
+    p = re.escape(phrase)
+    return bool(re.search(rf"(?m)(?<!\w){p}\s*:|^#+\s*{p}\b", text))
 
 
 def _trim_known(phrase: str, q_terms: set[str]) -> str:
@@ -181,21 +196,44 @@ class RulePolicy:
             have.update(terms(f"{e.title} {e.text}"))
         missing = [t for t in cov_terms if t not in have]
 
-        opened = {e.title for e in view.ranked}
+        section_query = " ".join(missing) if missing else view.question
         calls: list[ToolCall] = []
-        # Follow the pages that the top passages mention (the bridge hop).
-        for e in top:
-            mentioned = by_proximity(e, view.question, self._mentions(e, view.titles))
+        # Follow the pages that the top passages - and the pages the last round opened by
+        # following a mention (the chain's frontier) - mention: the bridge hop. A page is
+        # followed even when some chunk of it is already in the pool: the lookup brings
+        # the section that matches the question (the ownership line, not the intro).
+        for e in self._frontier(view, steering, top):
+            mentioned = self._title_mentions(e, view.titles)
+            mentioned += [
+                t
+                for t in by_proximity(e, view.question, self._mentions(e, view.titles))
+                if t not in mentioned
+            ]
             for lead, title in enumerate(mentioned):
-                if title in opened or len(calls) >= MAX_HOP_LOOKUPS:
-                    continue
+                if len(calls) >= MAX_HOP_LOOKUPS:
+                    break
                 call = ToolCall(
                     tool="lookup_entity",
-                    # An exact title: one page (and its section that matches the question).
-                    args={"name": title, "limit": 1, "query": view.question},
+                    # An exact title: one page, and its section that holds what the chain
+                    # still lacks (the "Lead:" line of a team page, not its intro).
+                    args={"name": title, "limit": 1, "query": section_query},
                     reason=f"mentioned in {e.id}",
                     parent=e.id,
                     lead=lead,
+                )
+                if call.key() not in view.done_calls and call not in calls:
+                    calls.append(call)
+        # The best direct hits' own pages: the section that holds what is still missing
+        # (a page matched on its intro keeps the fact in a later section).
+        if missing:
+            direct = [e for e in top if any(p.parent is None for p in e.provenance)]
+            for e in direct[:OWN_PAGE_LOOKUPS]:
+                call = ToolCall(
+                    tool="lookup_entity",
+                    args={"name": e.title, "limit": 1, "query": section_query},
+                    reason=f"rest of the page of {e.id}",
+                    parent=e.id,
+                    lead=0,
                 )
                 if call.key() not in view.done_calls and call not in calls:
                     calls.append(call)
@@ -233,9 +271,33 @@ class RulePolicy:
             )
         )
 
+    def _frontier(
+        self, view: View, steering: list[Evidence], top: list[Evidence]
+    ) -> list[Evidence]:
+        """The top passages, then the best few that the last round reached by a hop."""
+        new = set(view.new_ids)
+        hops = [
+            e
+            for e in steering
+            if e.id in new
+            and e not in top
+            and any(p.parent is not None and p.round == view.round for p in e.provenance)
+        ]
+        return [*top, *hops[:FRONTIER_HOPS]]
+
+    def _title_mentions(self, e: Evidence, titles: TitleIndex | None) -> list[str]:
+        """Pages the passage's own title names ("Postmortem INC-2026-011: tracking-ingest
+        consumer rebalance loop" names tracking-ingest): its subject, followed first."""
+        own = base_title(e.title).casefold()
+        return [
+            t
+            for t in named_titles(e.title, titles, exclude={e.title})
+            if base_title(t).casefold() != own
+        ]
+
     def _mentions(self, e: Evidence, titles: TitleIndex | None) -> list[str]:
         if titles is not None:
-            return [t for t in named_titles(e.text, titles) if t != e.title]
+            return named_titles(e.text, titles, exclude={e.title})
         return [p for p in proper_phrases(e.text) if p != e.title][:3]
 
     def rank(self, view: View) -> list[tuple[str, float]]:

@@ -71,6 +71,28 @@ async def test_unanswerable_questions_are_refused(acme: tuple[Researcher, list[A
     rows = [q for q in questions if q.type == "unanswerable"]
     answered = [q.id for q in rows if (await _run(researcher, q)).answerable]
     print(f"unanswerable answered {len(answered)}/{len(rows)}: {answered}")
-    # Extractive refusal is lexical (are the question's names and content words in the
-    # evidence?); a page on the right topic that lacks the asked fact can slip through.
-    assert len(answered) <= len(rows) // 2, answered
+    # Refusal is a faithfulness check (some sentence must state what is asked next to the
+    # question's names); rules read no meaning, so a near miss can still slip through.
+    assert len(answered) <= 2, answered
+
+
+async def test_questions_about_documents_the_caller_cannot_read_are_refused(
+    acme: tuple[Researcher, list[Any]],
+) -> None:
+    """The same question is answered for a caller in the group and refused for one
+    outside it: visible pages that merely share its words are no answer."""
+    researcher, questions = acme
+    refuse = [q for q in questions if q.type == "permission" and q.expect == "refuse"]
+    allowed = [q for q in questions if q.type == "permission" and q.expect == "answer"]
+    answered, leaked = [], []
+    for q in refuse:
+        result = await _run(researcher, q)
+        if result.answerable:
+            answered.append(q.id)
+        readable = {"public", *q.groups}
+        leaked += [e.doc_id for e in result.evidence if set(e.metadata.get("acl") or []) - readable]
+    refused_allowed = [q.id for q in allowed if not (await _run(researcher, q)).answerable]
+    print(f"permission: answered {answered}, refused while allowed {refused_allowed}")
+    assert not leaked, leaked
+    assert len(answered) <= 1, answered
+    assert len(refused_allowed) <= 2, refused_allowed

@@ -169,5 +169,6 @@ async def test_lookup_with_a_query_adds_the_pages_best_section() -> None:
     )
     args = {"name": "route-planner", "limit": 1, "query": "p99 latency SLO of route-planner"}
     [out] = await ToolExecutor().run([ToolCall(tool="lookup_entity", args=args)], ctx_for(store), 2)
-    assert [e.id for e in out.evidence] == ["wiki:svc#0", "wiki:svc#2"]
+    # The section that answers first, then the page's opening.
+    assert [e.id for e in out.evidence] == ["wiki:svc#2", "wiki:svc#0"]
     assert out.call.key() == "lookup_entity:route-planner"  # the name identifies the call

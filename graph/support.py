@@ -1,0 +1,236 @@
+"""Does the evidence support an answer? A sentence-level faithfulness check, no LLM.
+
+Pooled word overlap says a page is *about* the question's words; it does not say that any
+sentence *states* the answer. Here an answer is supported only when some sentence (read
+with its page title, its section heading, its document's other passages in the evidence,
+and the passages it was reached from by following a mention - its chain) covers:
+
+- the question's names and identifiers (its *keys*: capitalised names, ids such as
+  OPS-142 or geofence-watcher, numbers), each co-located with a supporting sentence (for a
+  comparison, each entity with its own sentence);
+- at least half of the rest of what the question asks about (its *constraints*), except
+  the words that only name the answer's type ("which *firm*", "what *port*": an answer
+  instantiates its type rather than mentioning it; such a word counts only when the
+  sentence states a value for it, "Payout fee: 1.35%"), comparatives and past-tense
+  predicates ("lasted", "performed"), which answers paraphrase ("Duration:", "by");
+- and says something the question does not (a candidate answer).
+
+A page that merely shares the question's words ("every payout and fee is a balanced
+pair of entries" for "what payout fee did we negotiate with Baltic Freightways?") fails:
+the fee sentence has no Baltic Freightways in its context, the Baltic sentence has no fee.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from graph.text import STOPWORDS, instruction_like, key_terms, proper_phrases, sentences, terms
+from tools.evidence import Evidence
+from tools.titles import base_title
+
+# Share of the question's constraints a supporting sentence's context must cover (plain
+# counts: weighting by rarity would make the paraphrased word - "lasted" for "Duration" -
+# the heaviest one).
+MIN_CONSTRAINT_COVERAGE = 0.5
+_MAX_CHAIN_DEPTH = 3
+_MAX_TYPE_WORDS = 3
+
+COMPARATIVES = frozenset(
+    """both same either neither compare compared older younger earlier later first more less
+    larger smaller bigger higher lower longer shorter greater fewer""".split()
+)
+_WH_TYPE = re.compile(
+    r"^\s*(?:(?:in|for|from|at|on|to|by|with|of)\s+)?(?:which|what|how many|how much)\s+(.+)",
+    re.IGNORECASE,
+)
+# "how long", "how often": the adjective names the kind of answer (a duration, a period).
+_HOW_ADJ = re.compile(
+    r"\bhow\s+(long|often|old|far|big|large|soon|early|late|frequently)\b", re.IGNORECASE
+)
+# A value a type word can be stated with: "Payout fee: 1.35%", "port 8080", "`v2`".
+_VALUE = re.compile(r"\d|`|\w[-_.]\w")
+_VALUE_WINDOW = 4
+_DETERMINERS = frozenset({"the", "a", "an", "that", "this", "its", "their"})
+
+
+@dataclass
+class QuestionParts:
+    keys: list[str]  # names, ids, numbers: must be co-located with a supporting sentence
+    constraints: list[str]  # the rest of what is asked about (share covered)
+    answer_type: list[str]  # "which firm" -> ["firm"]: counted only when stated with a value
+    all_terms: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Support:
+    index: int  # 1-based position of the evidence item
+    sentence: str
+    order: int  # the sentence's position in its passage
+    coverage: float  # share of the constraints its context covers
+    keys: set[str]  # question keys its context holds
+    direct: float  # share the sentence (with its title and heading) covers alone
+
+
+@dataclass
+class Verdict:
+    supported: bool
+    missing: list[str]  # what no supporting context holds (for the refusal message)
+    supports: list[Support]
+
+
+def answer_type(question: str) -> list[str]:
+    """The words after "which"/"what"/"how many" that name the kind of thing sought."""
+    ask = sentences(question)[-1] if sentences(question) else question
+    out: list[str] = [m.group(1).casefold() for m in _HOW_ADJ.finditer(ask)]
+    m = _WH_TYPE.match(ask)
+    if not m:
+        return out
+    rest = re.findall(r"[\w'’-]+", m.group(1))
+    for i, raw in enumerate(rest):
+        w = raw.casefold()
+        if w in STOPWORDS or (i > 0 and _verb_like(w)):
+            break
+        if i > 0 and i + 1 < len(rest) and rest[i + 1].casefold() in _DETERMINERS:
+            break  # "what datastore holds the sessions": "holds" is the verb
+        out.extend(terms(raw))
+        if len(out) >= _MAX_TYPE_WORDS:
+            break
+    return out
+
+
+def _verb_like(word: str) -> bool:
+    return len(word) > 4 and word.endswith("ed")
+
+
+def question_parts(question: str) -> QuestionParts:
+    q_terms = [t for t in terms(question) if t not in {"what", "which", "who", "whom", "whose"}]
+    kind = set(answer_type(question))
+    keys = [k for k in key_terms(question) if k not in kind]
+    constraints = [
+        t
+        for t in q_terms
+        if t not in keys and t not in kind and t not in COMPARATIVES and not _verb_like(t)
+    ]
+    return QuestionParts(keys, constraints, sorted(kind), set(q_terms))
+
+
+def _heading(e: Evidence) -> str:
+    return " ".join(e.locator.heading_path) if e.locator and e.locator.heading_path else ""
+
+
+def _linked(child: Evidence, parent: Evidence, question: str) -> bool:
+    """Did ``child`` follow from a mention in ``parent`` (a real chain link)?"""
+    name = base_title(child.title).casefold()
+    if name and len(name) >= 3 and name in parent.text.casefold():
+        return True
+    q = question.casefold()
+    child_text = child.text.casefold()
+    for phrase in proper_phrases(parent.text):
+        p = phrase.casefold()
+        if len(p) >= 4 and p not in q and p != base_title(parent.title).casefold():
+            if re.search(r"(?<!\w)" + re.escape(p) + r"(?!\w)", child_text):
+                return True
+    return False
+
+
+def chain_context(evidence: list[Evidence], question: str) -> tuple[list[set[str]], set[str]]:
+    """Per item: the terms of its title, heading, its document's passages in the evidence and
+    the passages it was reached from (followed back up to a few hops); and the ids of the
+    items reached by following a mention."""
+    by_id = {e.id: e for e in evidence}
+    doc_terms: dict[str, set[str]] = {}
+    for e in evidence:
+        doc_terms.setdefault(e.doc_id, set()).update(terms(f"{e.title} {_heading(e)} {e.text}"))
+    parents: dict[str, set[str]] = {}
+    first_round = {e.id: min((p.round for p in e.provenance), default=0) for e in evidence}
+    for e in evidence:
+        for p in e.provenance:
+            parent = by_id.get(p.parent or "")
+            if parent is None or parent.doc_id == e.doc_id:
+                continue
+            if p.tool == "lookup_entity" or _linked(e, parent, question):
+                parents.setdefault(e.id, set()).add(parent.id)
+        # A planner that records no parent (the LLM's) still followed a mention when a
+        # page named in an earlier round's passage was opened in a later round.
+        name = base_title(e.title).casefold()
+        if len(name) < 3:
+            continue
+        for a in evidence:
+            if a.doc_id != e.doc_id and first_round[a.id] < first_round[e.id]:
+                if re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", a.text.casefold()):
+                    parents.setdefault(e.id, set()).add(a.id)
+    out = []
+    for e in evidence:
+        ctx = set(doc_terms[e.doc_id])
+        frontier, seen = set(parents.get(e.id, ())), {e.id}
+        for _ in range(_MAX_CHAIN_DEPTH):
+            nxt: set[str] = set()
+            for pid in frontier - seen:
+                seen.add(pid)
+                ctx |= doc_terms[by_id[pid].doc_id]
+                nxt |= parents.get(pid, set())
+            frontier = nxt
+        out.append(ctx)
+    return out, set(parents)
+
+
+def _stated_types(sentence: str, kinds: set[str]) -> set[str]:
+    """Answer-type words the sentence states a value for ("Payout fee: 1.35%")."""
+    toks = re.findall(r"[\w'’.%`-]+", sentence)
+    out: set[str] = set()
+    for i, tok in enumerate(toks):
+        t = terms(tok)
+        if t and t[0] in kinds:
+            near = toks[i + 1 : i + 1 + _VALUE_WINDOW]
+            if any(_VALUE.search(x) for x in near):
+                out.add(t[0])
+    return out
+
+
+def assess_support(
+    question: str, evidence: list[Evidence], parts: QuestionParts | None = None
+) -> Verdict:
+    parts = parts or question_parts(question)
+    kinds = set(parts.answer_type)
+    anchors = set(parts.keys) | set(parts.constraints) | kinds
+    contexts, linked = chain_context(evidence, question)
+    supports: list[Support] = []
+    for n, (e, ctx) in enumerate(zip(evidence, contexts, strict=True), start=1):
+        frame = set(terms(f"{e.title} {_heading(e)}"))
+        # On a page reached by following a mention, a sentence about the page's subject
+        # (the bridge entity) is about the question too.
+        about = anchors | (set(terms(base_title(e.title))) if e.id in linked else set())
+        for i, sent in enumerate(sentences(e.text)):
+            if instruction_like(sent):
+                continue  # data that talks like an instruction never supports an answer
+            own = set(terms(sent))
+            if not (own - parts.all_terms):
+                continue  # says nothing the question does not: no candidate answer
+            if not (own & about or frame & anchors):
+                continue  # not about the question at all
+            full = own | ctx
+            # An answer-type word stated with a value counts as one more thing covered.
+            stated = len(_stated_types(sent, kinds))
+            need = len(parts.constraints) + stated
+            cov = (sum(t in full for t in parts.constraints) + stated) / need if need else 1.0
+            direct = (
+                (sum(t in own | frame for t in parts.constraints) + stated) / need if need else 1.0
+            )
+            keys = {k for k in parts.keys if k in full}
+            if cov < MIN_CONSTRAINT_COVERAGE or (parts.keys and not keys):
+                continue
+            supports.append(Support(n, sent, i, cov, keys, direct))
+    covered_keys = set().union(*(s.keys for s in supports)) if supports else set()
+    missing_keys = [k for k in parts.keys if k not in covered_keys]
+    supported = bool(supports) and not missing_keys
+    if supported:
+        return Verdict(True, [], supports)
+    everything = set().union(*contexts) if contexts else set()
+    missing = missing_keys + [t for t in parts.constraints if t not in everything]
+    if not missing:  # every word is somewhere, but never together
+        missing = [
+            "a passage that states "
+            + " ".join(parts.answer_type + parts.constraints + parts.keys or ["the answer"])
+        ]
+    return Verdict(False, list(dict.fromkeys(missing)), supports)
