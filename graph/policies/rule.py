@@ -33,6 +33,8 @@ _RELATIVE = re.compile(
 
 MAX_QUESTION_LOOKUPS = 4
 _PROTECTED_SHARE = 0.4  # share of the budget kept for the best direct question hits
+_SEARCH_HOP_TRUST = 0.7  # a search hop's link strength relative to opening a named page
+_CHAIN_SHARE = 0.4  # share kept for followed hops' best passages and their parents
 MAX_HOP_LOOKUPS = 6
 MAX_HOP_SEARCHES = 2
 ENTITIES_PER_PASSAGE = 2
@@ -188,6 +190,14 @@ class RulePolicy:
     async def assess(self, view: View) -> AssessStep:
         if view.options.mode == "hybrid":
             return AssessStep(Verdict(decision="enough", reason="single round (hybrid mode)"))
+        if view.round >= 2 and not any(
+            min((p.round for p in e.provenance), default=0) == view.round
+            for e in view.ranked[: view.options.budget]
+        ):
+            # Another round of the same kind of leads is unlikely to do better.
+            return AssessStep(
+                Verdict(decision="enough", reason="the last round changed nothing in the top")
+            )
         steering = [e for e in view.ranked if not instruction_like(e.text)]
         top = steering[: max(TOP_FOR_HOPS, 1)]
         cov_terms = salient_terms(view.question)
@@ -345,7 +355,10 @@ def rank_pool(
                 if p.parent is None or p.parent == e.id or p.parent not in final:
                     continue
                 hop = (1.0 / (p.rank or 1)) / (1 + 0.5 * (p.lead or 0))
-                derived = 0.9 * final[p.parent] * hop + 0.2 * cov[e.id]
+                # Opening the page a passage names is a firmer link than searching the
+                # question's missing words beside a name it mentions.
+                firm = 1.0 if p.tool == "lookup_entity" else _SEARCH_HOP_TRUST
+                derived = 0.9 * final[p.parent] * hop * firm + 0.2 * cov[e.id]
                 final[e.id] = max(final[e.id], derived)
     # A document's second and later chunks yield to other documents: the budget is read
     # best when it spans the chain rather than one long page.
@@ -356,19 +369,58 @@ def rank_pool(
         if seen_docs[doc] > 1:
             final[eid] *= 0.6
     ranked = sorted(final.items(), key=lambda kv: (-kv[1], kv[0]))
-    # The best direct answers to the question keep their seat within the budget, however
-    # many hops the top passage spawned (a comparison's second entity, a first hop).
+    # The budget is filled in three passes: the best direct answers to the question keep
+    # their seat (a comparison's second entity, a first hop), then the chain - each
+    # followed hop's best passage together with the passage it was followed from - and
+    # only then the rest by score. A hop's gold passage often shares few words with the
+    # question and would otherwise lose its seat to near-duplicates of the first hop.
     keep = [
         i
         for i, _ in sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[
             : max(1, int(budget * _PROTECTED_SHARE))
         ]
     ]
-    head = [i for i, _ in ranked[:budget]]
-    absent = [i for i in keep if i not in head]
-    if absent:
-        droppable = [i for i in reversed(head) if i not in keep][: len(absent)]
-        head = [i for i in head if i not in droppable] + absent
-        rest = [i for i, _ in ranked if i not in head]
-        ranked = [(i, final[i]) for i in head + rest]
+    head: list[str] = []
+
+    def take(i: str) -> None:
+        if i not in head and len(head) < budget:
+            head.append(i)
+
+    for i in keep:
+        take(i)
+    chain_end = min(budget, len(head) + max(1, int(budget * _CHAIN_SHARE)))
+    for parent, child in _chain_links(ranked, by_id, set(final)):
+        if len(head) >= chain_end:
+            break
+        grand = _best_parent(by_id[parent], set(final), final)
+        if grand is not None and grand not in head and len(head) + 3 <= chain_end:
+            take(grand)  # a three-hop chain keeps its first link too
+        take(parent)
+        take(child)
+    for i, _ in ranked:
+        take(i)
+    head.sort(key=lambda i: (-final[i], i))
+    ranked = [(i, final[i]) for i in head] + [(i, s) for i, s in ranked if i not in head]
     return ranked
+
+
+def _best_parent(e: Evidence, present: set[str], score: dict[str, float]) -> str | None:
+    parents = [p.parent for p in e.provenance if p.parent in present and p.parent != e.id]
+    return max(parents, key=lambda i: (score[i], i)) if parents else None  # type: ignore[arg-type]
+
+
+def _chain_links(
+    ranked: list[tuple[str, float]], by_id: dict[str, Evidence], present: set[str]
+) -> list[tuple[str, str]]:
+    """(parent, child) for each passage that was the basis of a followed hop: its best
+    child (the hop's best evidence), best chains first."""
+    score = dict(ranked)
+    links: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for i, _ in ranked:
+        parent = _best_parent(by_id[i], present, score)
+        if parent is None or parent in seen or by_id[parent].doc_id == by_id[i].doc_id:
+            continue
+        seen.add(parent)
+        links.append((parent, i))
+    return links
