@@ -30,8 +30,17 @@ def _researcher(index: Path | None, must_exist: bool):  # noqa: ANN202 - Researc
     return Researcher(store, settings), store
 
 
+_CLIP = 60  # characters of a title or query shown in the trace tree
+
+
+def _clip(text: Any, width: int = _CLIP) -> str:
+    """One line, at most ``width`` characters: Slack thread titles are whole messages."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def _short(args: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in args.items() if k != "k")
+    return ", ".join(f"{k}={_clip(v)!r}" for k, v in args.items() if k not in ("k", "limit"))
 
 
 def render_trace(events: list[TraceEvent]) -> Tree:
@@ -53,18 +62,19 @@ def render_trace(events: list[TraceEvent]) -> Tree:
         if e.type == "plan":
             node = round_node(e.round).add(f"plan: {len(d.get('calls', []))} call(s)")
             for c in d.get("calls", []):
-                node.add(f"{c['tool']}({_short(c['args'])})  [dim]{c.get('reason', '')}[/dim]")
+                why = _clip(c.get("reason", ""), 70)
+                node.add(f"{c['tool']}({_short(c['args'])})  [dim]{why}[/dim]")
         elif e.type == "tool_result":
             status = "[green]ok[/green]" if d.get("ok") else f"[red]failed[/red] {d.get('error')}"
-            titles = ", ".join(r["title"] for r in d.get("results", [])[:3])
+            titles = "; ".join(_clip(r["title"], 40) for r in d.get("results", [])[:3])
             round_node(e.round).add(
-                f"{d.get('tool')}({d.get('query')!r}) {status} "
+                f"{d.get('tool')}({_clip(d.get('query'))!r}) {status} "
                 f"{len(d.get('results', []))} hit(s) {d.get('duration_ms')} ms  [dim]{titles}[/dim]"
             )
         elif e.type == "evidence" and e.node == "fuse":
-            entered = [x["title"] or x["id"] for x in d.get("entered", [])]
+            entered = [_clip(x["title"] or x["id"], 40) for x in d.get("entered", [])]
             round_node(e.round).add(
-                f"pool +{len(entered)} -> {d.get('pool_size')}  [dim]{', '.join(entered[:6])}[/dim]"
+                f"pool +{len(entered)} -> {d.get('pool_size')}  [dim]{'; '.join(entered[:6])}[/dim]"
             )
         elif e.type == "round":
             bound = f" [red]bound: {d['bound_hit']}[/red]" if d.get("bound_hit") else ""
@@ -76,7 +86,7 @@ def render_trace(events: list[TraceEvent]) -> Tree:
             (synth or root.add("synthesis")).add(f"{e.data.get('duration_ms')} ms")
         elif e.type == "citation":
             synth = synth or root.add("[bold]synthesis[/bold]")
-            synth.add(f"[{d.get('n')}] {d.get('title')} ({d.get('evidence_id')})")
+            synth.add(f"[{d.get('n')}] {_clip(d.get('title'))} ({d.get('evidence_id')})")
         elif e.type == "error":
             root.add(f"[red]error[/red] {d.get('error')}")
     return root
