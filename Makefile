@@ -60,7 +60,9 @@ lint: setup
 bench: setup
 	mkdir -p benchmarks/results
 	$(BIN)/python benchmarks/ingest_search.py --out benchmarks/results/ingest_search.json
+	$(BIN)/python benchmarks/hotpot_recall.py
 	$(BIN)/python benchmarks/fanout.py --out benchmarks/results/fanout.json
+	$(BIN)/python benchmarks/serve_load.py --concurrency 20 --duration 60 --out benchmarks/results/serve_load.json
 
 clean:
 	rm -rf .waypoint .pytest_cache .mypy_cache .ruff_cache
