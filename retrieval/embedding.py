@@ -43,7 +43,9 @@ def _load_model(path: str) -> Any:
                     "WAYPOINT_EMBEDDING_MODEL to a local sentence-transformers folder"
                 )
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
+            hf_logging.disable_progress_bar()  # no "Loading weights" bar on a CLI's stderr
             _MODELS[path] = SentenceTransformer(path, device="cpu", local_files_only=True)
         return _MODELS[path]
 
