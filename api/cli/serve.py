@@ -25,7 +25,7 @@ def serve(
     from api.logging import configure_logging
     from api.settings import ApiSettings
     from api.sources import SourcesFileError, load_sources_file
-    from api.tasks.store import TasksUrlError, sqlite_path_from_url
+    from api.tasks.store import TasksUrlError, check_tasks_url
 
     try:
         settings = ApiSettings()
@@ -44,7 +44,7 @@ def serve(
     try:
         KeyRing.from_file(settings.auth_file)
         load_sources_file(settings.sources_file)
-        sqlite_path_from_url(settings.resolved_tasks_url())
+        check_tasks_url(settings.resolved_tasks_url())
     except (AuthFileError, SourcesFileError, TasksUrlError) as exc:
         fail(str(exc))
     configure_logging(settings.log_level, settings.log_json)

@@ -1,9 +1,14 @@
-"""Durable task state in SQLite: tasks, their events, webhook deliveries, idempotency
-keys, the run ownership registry and source-sync jobs.
+"""Durable task state: tasks, their events, webhook deliveries, idempotency keys, the run
+ownership registry and source-sync jobs.
 
-Every write is one short transaction (WAL, ``synchronous=NORMAL``), so calls are cheap
-enough to make from the event loop. A Postgres URL is a documented setting for running
-several worker processes; only the SQLite path is implemented here.
+:class:`TaskStore` is the interface and the row mapping both backends share;
+``TaskStore.open(url)`` picks the backend from ``WAYPOINT_TASKS_URL``:
+
+- ``sqlite:///path`` (the default): :class:`SqliteTaskStore` below. Every write is one
+  short transaction (WAL, ``synchronous=NORMAL``), so calls are cheap enough to make from
+  the event loop.
+- ``postgresql://...``: :class:`api.tasks.pg_store.PostgresTaskStore` (needs the optional
+  ``psycopg`` + ``psycopg-pool`` dependencies), the same tables and semantics.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -107,15 +113,36 @@ class TasksUrlError(ValueError):
     """WAYPOINT_TASKS_URL names a backend this build cannot open."""
 
 
+PG_SCHEMES = ("postgres://", "postgresql://")
+
+
+def is_postgres_url(url: str) -> bool:
+    return url.startswith(PG_SCHEMES)
+
+
 def sqlite_path_from_url(url: str) -> Path:
-    if url.startswith(("postgres://", "postgresql://")):
-        raise TasksUrlError(
-            "WAYPOINT_TASKS_URL is a Postgres URL; the Postgres task queue is not implemented "
-            "in this build: use sqlite:///path/to/tasks.sqlite (the default)"
-        )
+    if is_postgres_url(url):
+        raise TasksUrlError(f"WAYPOINT_TASKS_URL is a Postgres URL, not sqlite:///path: {url!r}")
     if not url.startswith("sqlite:///"):
-        raise TasksUrlError(f"WAYPOINT_TASKS_URL must look like sqlite:///path, got {url!r}")
+        raise TasksUrlError(
+            f"WAYPOINT_TASKS_URL must look like sqlite:///path or postgresql://..., got {url!r}"
+        )
     return Path(url.removeprefix("sqlite:///"))
+
+
+def check_tasks_url(url: str) -> None:
+    """Fail early (one line) on a URL this build cannot open; does not connect."""
+    if is_postgres_url(url):
+        try:
+            import psycopg  # noqa: F401
+            import psycopg_pool  # noqa: F401
+        except ImportError as exc:
+            raise TasksUrlError(
+                "a Postgres WAYPOINT_TASKS_URL needs the optional dependencies psycopg and "
+                "psycopg-pool (pip install 'waypoint[postgres]')"
+            ) from exc
+        return
+    sqlite_path_from_url(url)
 
 
 def _ts(value: float | None) -> datetime | None:
@@ -139,7 +166,215 @@ class IdemClaim:
     response: dict[str, Any] | None = None
 
 
-class TaskStore:
+# A stored row: sqlite3.Row or a dict (Postgres); both are read as row["column"].
+TaskRow = Any
+
+
+class TaskStore(ABC):
+    """The task store interface; rows use the same columns and encodings in every backend
+    (times as epoch seconds, JSON as text), so the mapping to API models lives here."""
+
+    @classmethod
+    def open(cls, url: str) -> TaskStore:
+        if is_postgres_url(url):
+            check_tasks_url(url)
+            from api.tasks.pg_store import PostgresTaskStore
+
+            return PostgresTaskStore(url)
+        return SqliteTaskStore(sqlite_path_from_url(url))
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # ---------------------------------------------------------------- tasks
+    @abstractmethod
+    def create_task(
+        self, user: str, key_id: str, request: dict[str, Any], webhook_url: str | None
+    ) -> Task: ...
+
+    @abstractmethod
+    def count_active(self, key_id: str) -> int: ...
+
+    def get_task(self, task_id: str, user: str | None = None) -> Task | None:
+        row = self.task_row(task_id)
+        if row is None or (user is not None and row["user"] != user):
+            return None
+        return self._task(row)
+
+    @abstractmethod
+    def task_row(self, task_id: str) -> TaskRow | None: ...
+
+    @abstractmethod
+    def list_tasks(
+        self, user: str, limit: int, cursor: str | None
+    ) -> tuple[list[Task], str | None]: ...
+
+    @abstractmethod
+    def claim_next(self) -> TaskRow | None:
+        """Atomically move the oldest queued task to running and return it."""
+
+    @abstractmethod
+    def requeue_interrupted(self) -> int:
+        """After a crash: tasks left running go back to the queue, marked to resume."""
+
+    @abstractmethod
+    def mark_resumed(self, task_id: str) -> None: ...
+
+    @abstractmethod
+    def finish(
+        self,
+        task_id: str,
+        status: str,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> bool:
+        """Set a terminal status unless the task already has one; True if this call did."""
+
+    @abstractmethod
+    def cancel_queued(self, task_id: str) -> bool: ...
+
+    @abstractmethod
+    def set_progress(self, task_id: str, progress: TaskProgress) -> None: ...
+
+    # --------------------------------------------------------------- events
+    @abstractmethod
+    def append_event(self, task_id: str, event: dict[str, Any]) -> int:
+        """Store an event with the task's next sequence id (1, 2, ...) and return it."""
+
+    @abstractmethod
+    def events_after(self, task_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]: ...
+
+    # ------------------------------------------------------------- webhooks
+    @abstractmethod
+    def prepare_webhook(self, task_id: str, webhook_id: str, body: str) -> tuple[str, str]:
+        """Fix the id and body once; retries and post-restart redeliveries reuse them."""
+
+    @abstractmethod
+    def log_delivery(self, task_id: str, delivery: WebhookDelivery) -> None: ...
+
+    @abstractmethod
+    def count_deliveries(self, task_id: str) -> int: ...
+
+    @abstractmethod
+    def set_webhook_state(self, task_id: str, state: str) -> None: ...
+
+    @abstractmethod
+    def pending_webhooks(self) -> list[str]: ...
+
+    @abstractmethod
+    def _deliveries(self, task_id: str) -> list[TaskRow]: ...
+
+    # ---------------------------------------------------------- idempotency
+    @abstractmethod
+    def idem_begin(self, user: str, key: str, request_hash: str) -> IdemClaim: ...
+
+    @abstractmethod
+    def idem_finish(self, user: str, key: str, response: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def idem_abandon(self, user: str, key: str) -> None:
+        """The first request failed before creating anything: the key is free again."""
+
+    @abstractmethod
+    def idem_clear_stale(self) -> int:
+        """At startup: claims left 'creating' died with the previous process."""
+
+    # ----------------------------------------------------------------- runs
+    @abstractmethod
+    def register_run(self, run_id: str, user: str, question: str, kind: str = "answer") -> None: ...
+
+    @abstractmethod
+    def finish_run(self, run_id: str, status: str) -> None: ...
+
+    @abstractmethod
+    def get_run(self, run_id: str, user: str) -> RunSummary | None: ...
+
+    @abstractmethod
+    def list_runs(self, user: str, limit: int = 100) -> list[RunSummary]: ...
+
+    # ---------------------------------------------------------- source jobs
+    @abstractmethod
+    def create_source_job(self, source: str, user: str) -> SourceJob: ...
+
+    @abstractmethod
+    def active_source_job(self, source: str) -> str | None: ...
+
+    @abstractmethod
+    def update_source_job(self, job_id: str, status: str, **fields: Any) -> None: ...
+
+    @abstractmethod
+    def fail_interrupted_source_jobs(self) -> int: ...
+
+    @abstractmethod
+    def get_source_job(self, job_id: str) -> SourceJob | None: ...
+
+    # -------------------------------------------------------------- mapping
+    @staticmethod
+    def _source_job(row: TaskRow) -> SourceJob:
+        return SourceJob(
+            id=row["id"],
+            source=row["source"],
+            status=row["status"],
+            created_at=_dt(row["created_at"]),
+            finished_at=_ts(row["finished_at"]),
+            report=json.loads(row["report"]) if row["report"] else None,
+            failures=json.loads(row["failures"]) if row["failures"] else [],
+            error=row["error"],
+        )
+
+    def _task(self, row: TaskRow) -> Task:
+        request = json.loads(row["request"])
+        webhook = None
+        if row["webhook_url"]:
+            deliveries = self._deliveries(row["id"])
+            webhook = WebhookState(
+                url=row["webhook_url"],
+                state=row["webhook_state"],
+                webhook_id=row["webhook_id"],
+                deliveries=[
+                    WebhookDelivery(
+                        attempt=d["attempt"],
+                        webhook_id=d["webhook_id"],
+                        at=_dt(d["at"]),
+                        status_code=d["status_code"],
+                        error=d["error"],
+                        ok=bool(d["ok"]),
+                    )
+                    for d in deliveries
+                ],
+            )
+        return Task(
+            id=row["id"],
+            status=row["status"],
+            question=request["question"],
+            project=request.get("project"),
+            mode=request.get("mode"),
+            max_rounds=request.get("max_rounds"),
+            run_id=row["run_id"],
+            created_at=_dt(row["created_at"]),
+            started_at=_ts(row["started_at"]),
+            finished_at=_ts(row["finished_at"]),
+            progress=TaskProgress.model_validate_json(row["progress"] or "{}"),
+            result=json.loads(row["result"]) if row["result"] else None,
+            error=json.loads(row["error"]) if row["error"] else None,
+            webhook=webhook,
+            resumed=row["resumed"],
+        )
+
+    @staticmethod
+    def _run(row: TaskRow) -> RunSummary:
+        return RunSummary(
+            run_id=row["run_id"],
+            question=row["question"],
+            kind=row["kind"],
+            task_id=row["task_id"],
+            status=row["status"],
+            created_at=_dt(row["created_at"]),
+            finished_at=_ts(row["finished_at"]),
+        )
+
+
+class SqliteTaskStore(TaskStore):
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
@@ -150,10 +385,6 @@ class TaskStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
-
-    @classmethod
-    def open(cls, url: str) -> TaskStore:
-        return cls(sqlite_path_from_url(url))
 
     def close(self) -> None:
         with self._lock:
@@ -213,12 +444,6 @@ class TaskStore:
             (key_id,),
         )
         return int(row[0]) if row else 0
-
-    def get_task(self, task_id: str, user: str | None = None) -> Task | None:
-        row = self._one("SELECT * FROM tasks WHERE id = ?", (task_id,))
-        if row is None or (user is not None and row["user"] != user):
-            return None
-        return self._task(row)
 
     def task_row(self, task_id: str) -> sqlite3.Row | None:
         return self._one("SELECT * FROM tasks WHERE id = ?", (task_id,))
@@ -505,71 +730,12 @@ class TaskStore:
 
     def get_source_job(self, job_id: str) -> SourceJob | None:
         row = self._one("SELECT * FROM source_jobs WHERE id = ?", (job_id,))
-        if row is None:
-            return None
-        return SourceJob(
-            id=row["id"],
-            source=row["source"],
-            status=row["status"],
-            created_at=_dt(row["created_at"]),
-            finished_at=_ts(row["finished_at"]),
-            report=json.loads(row["report"]) if row["report"] else None,
-            failures=json.loads(row["failures"]) if row["failures"] else [],
-            error=row["error"],
-        )
+        return None if row is None else self._source_job(row)
 
     # -------------------------------------------------------------- mapping
-    def _task(self, row: sqlite3.Row) -> Task:
-        request = json.loads(row["request"])
-        webhook = None
-        if row["webhook_url"]:
-            deliveries = self._all(
-                "SELECT * FROM deliveries WHERE task_id = ? ORDER BY at, attempt", (row["id"],)
-            )
-            webhook = WebhookState(
-                url=row["webhook_url"],
-                state=row["webhook_state"],
-                webhook_id=row["webhook_id"],
-                deliveries=[
-                    WebhookDelivery(
-                        attempt=d["attempt"],
-                        webhook_id=d["webhook_id"],
-                        at=_dt(d["at"]),
-                        status_code=d["status_code"],
-                        error=d["error"],
-                        ok=bool(d["ok"]),
-                    )
-                    for d in deliveries
-                ],
-            )
-        return Task(
-            id=row["id"],
-            status=row["status"],
-            question=request["question"],
-            project=request.get("project"),
-            mode=request.get("mode"),
-            max_rounds=request.get("max_rounds"),
-            run_id=row["run_id"],
-            created_at=_dt(row["created_at"]),
-            started_at=_ts(row["started_at"]),
-            finished_at=_ts(row["finished_at"]),
-            progress=TaskProgress.model_validate_json(row["progress"] or "{}"),
-            result=json.loads(row["result"]) if row["result"] else None,
-            error=json.loads(row["error"]) if row["error"] else None,
-            webhook=webhook,
-            resumed=row["resumed"],
-        )
-
-    @staticmethod
-    def _run(row: sqlite3.Row) -> RunSummary:
-        return RunSummary(
-            run_id=row["run_id"],
-            question=row["question"],
-            kind=row["kind"],
-            task_id=row["task_id"],
-            status=row["status"],
-            created_at=_dt(row["created_at"]),
-            finished_at=_ts(row["finished_at"]),
+    def _deliveries(self, task_id: str) -> list[TaskRow]:
+        return self._all(
+            "SELECT * FROM deliveries WHERE task_id = ? ORDER BY at, attempt", (task_id,)
         )
 
 

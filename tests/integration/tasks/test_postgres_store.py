@@ -1,0 +1,361 @@
+"""The Postgres task store against a real server, held to the SQLite store's behaviour.
+
+Three layers:
+
+1. a store-level suite parametrised over both backends (idempotency keys, event sequence
+   ids and replay, status transitions, the webhook delivery log, restart recovery, runs,
+   source jobs), so the two stores are checked by the same assertions;
+2. concurrency only Postgres promises (several processes sharing one database):
+   concurrent event appends and concurrent claims;
+3. the service-level task tests of tests/unit/api/test_tasks_and_streams.py, re-run
+   with ``WAYPOINT_TASKS_URL`` pointing at the Postgres server (lifecycle, ownership,
+   pagination, idempotency over HTTP, cancel, restart-resume, signed webhooks).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from api.schemas import TaskProgress, WebhookDelivery
+from api.settings import ApiSettings
+from api.tasks.store import SqliteTaskStore, TaskStore, TasksUrlError, check_tasks_url
+
+# The service-level cases, re-run below against Postgres: their fixtures and tests.
+from tests.unit.api import test_tasks_and_streams as unit
+from tests.unit.api.conftest import auth_file, client, harness, researcher  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+REQ = {"question": "what is the failover runbook?", "mode": "hybrid"}
+
+
+def result_for(run_id: str, answer: str = "x") -> dict[str, object]:
+    return {
+        "run_id": run_id,
+        "question": REQ["question"],
+        "mode": "hybrid",
+        "answer": answer,
+        "answerable": True,
+    }
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'tasks.sqlite'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[TaskStore]:
+    s = TaskStore.open(store_url)
+    yield s
+    s.close()
+
+
+def test_open_selects_backend(store: TaskStore, store_url: str) -> None:
+    if store_url.startswith("postgresql://"):
+        from api.tasks.pg_store import PostgresTaskStore
+
+        assert isinstance(store, PostgresTaskStore)
+    else:
+        assert isinstance(store, SqliteTaskStore)
+    check_tasks_url(store_url)
+
+
+def test_bad_urls_are_one_line_errors() -> None:
+    with pytest.raises(TasksUrlError, match="sqlite:///path or postgresql://"):
+        check_tasks_url("mysql://x/y")
+    check_tasks_url("postgres://u@h/db")  # psycopg is installed here: accepted, no connect
+
+
+# ------------------------------------------------------------------ task lifecycle
+def test_create_get_and_ownership(store: TaskStore) -> None:
+    t = store.create_task("ana", "kA", REQ, None)
+    assert t.status == "queued" and t.question == REQ["question"] and t.webhook is None
+    assert store.get_task(t.id, "ana") == t
+    assert store.get_task(t.id, "bob") is None
+    assert store.get_task("task_missing") is None
+    assert store.count_active("kA") == 1 and store.count_active("kB") == 0
+    run = store.get_run(t.run_id, "ana")
+    assert run is not None and run.kind == "task" and run.task_id == t.id
+    assert store.get_run(t.run_id, "bob") is None
+
+
+def test_list_newest_first_with_cursor(store: TaskStore) -> None:
+    ids = [store.create_task("ana", "kA", {**REQ, "question": f"q{i}"}, None).id for i in range(5)]
+    store.create_task("bob", "kB", REQ, None)
+    page, cursor = store.list_tasks("ana", 2, None)
+    seen = [t.id for t in page]
+    while cursor:
+        page, cursor = store.list_tasks("ana", 2, cursor)
+        seen += [t.id for t in page]
+    assert seen == list(reversed(ids))
+
+
+def test_claim_transitions_and_finish_once(store: TaskStore) -> None:
+    a = store.create_task("ana", "kA", REQ, None)
+    b = store.create_task("ana", "kA", REQ, None)
+    row = store.claim_next()
+    assert row is not None and row["id"] == a.id and row["status"] == "running"
+    assert row["user"] == "ana" and row["resume"] == 0
+    got = store.get_task(a.id)
+    assert got is not None and got.status == "running" and got.started_at is not None
+    run = store.get_run(a.run_id, "ana")
+    assert run is not None and run.status == "running"
+    progress = TaskProgress(round=2, tool_calls=3, evidence=4)
+    store.set_progress(a.id, progress)
+    assert store.finish(a.id, "succeeded", result=result_for(a.run_id)) is True
+    assert store.finish(a.id, "failed", error={"code": "late"}) is False
+    done = store.get_task(a.id)
+    assert done is not None and done.status == "succeeded" and done.result is not None
+    assert done.result.answer == "x" and done.result.run_id == a.run_id
+    assert done.progress == progress and done.finished_at is not None and done.error is None
+    run = store.get_run(a.run_id, "ana")
+    assert run is not None and run.status == "succeeded" and run.finished_at is not None
+    # cancel only touches queued tasks
+    assert store.cancel_queued(a.id) is False
+    assert store.cancel_queued(b.id) is True
+    assert store.cancel_queued(b.id) is False
+    cancelled = store.get_task(b.id)
+    assert cancelled is not None and cancelled.status == "cancelled"
+    assert store.claim_next() is None
+    assert store.count_active("kA") == 0
+    assert store.finish(b.id, "failed") is False
+
+
+def test_failure_keeps_error(store: TaskStore) -> None:
+    t = store.create_task("ana", "kA", REQ, None)
+    store.claim_next()
+    assert store.finish(t.id, "failed", error={"code": "run_failed", "message": "boom"})
+    got = store.get_task(t.id)
+    assert got is not None and got.error is not None
+    assert (got.error.code, got.error.message) == ("run_failed", "boom")
+
+
+# ------------------------------------------------------------------------- events
+def test_event_sequence_ids_and_replay(store: TaskStore) -> None:
+    t = store.create_task("ana", "kA", REQ, None)
+    other = store.create_task("ana", "kA", REQ, None)
+    seqs = [store.append_event(t.id, {"event": "progress", "data": {"i": i}}) for i in range(5)]
+    assert seqs == [1, 2, 3, 4, 5]
+    assert store.append_event(other.id, {"event": "x"}) == 1  # per task
+    events = store.events_after(t.id, 0)
+    assert [e["seq"] for e in events] == [1, 2, 3, 4, 5]
+    assert events[2] == {"event": "progress", "data": {"i": 2}, "seq": 3}
+    # Last-Event-ID: 3 -> resume with 4
+    assert [e["seq"] for e in store.events_after(t.id, 3)] == [4, 5]
+    assert [e["seq"] for e in store.events_after(t.id, 1, limit=2)] == [2, 3]
+    assert store.events_after(t.id, 5) == []
+    # non-JSON values are stored as strings rather than failing
+    when = datetime(2026, 1, 2, tzinfo=UTC)
+    seq = store.append_event(t.id, {"event": "t", "at": when})
+    assert store.events_after(t.id, seq - 1)[0]["at"] == str(when)
+
+
+# ----------------------------------------------------------------------- webhooks
+def test_webhook_id_fixed_and_delivery_log(store: TaskStore) -> None:
+    t = store.create_task("ana", "kA", REQ, "http://127.0.0.1:9/hook")
+    assert t.webhook is not None and t.webhook.state == "pending"
+    assert store.pending_webhooks() == []  # not finished yet
+    store.claim_next()
+    store.finish(t.id, "succeeded", result=result_for(t.run_id, "a"))
+    assert store.pending_webhooks() == [t.id]
+    assert store.prepare_webhook(t.id, "msg_1", '{"a":1}') == ("msg_1", '{"a":1}')
+    assert store.prepare_webhook(t.id, "msg_2", '{"b":2}') == ("msg_1", '{"a":1}')
+    at = datetime.now(UTC)
+    store.log_delivery(
+        t.id, WebhookDelivery(attempt=1, webhook_id="msg_1", at=at, status_code=503, ok=False)
+    )
+    store.log_delivery(
+        t.id,
+        WebhookDelivery(
+            attempt=2, webhook_id="msg_1", at=at, status_code=None, error="refused", ok=False
+        ),
+    )
+    store.log_delivery(
+        t.id, WebhookDelivery(attempt=3, webhook_id="msg_1", at=at, status_code=204, ok=True)
+    )
+    assert store.count_deliveries(t.id) == 3
+    store.set_webhook_state(t.id, "delivered")
+    assert store.pending_webhooks() == []
+    got = store.get_task(t.id)
+    assert got is not None and got.webhook is not None
+    assert got.webhook.state == "delivered" and got.webhook.webhook_id == "msg_1"
+    log = got.webhook.deliveries
+    assert [(d.attempt, d.status_code, d.error, d.ok) for d in log] == [
+        (1, 503, None, False),
+        (2, None, "refused", False),
+        (3, 204, None, True),
+    ]
+    assert abs(log[0].at.timestamp() - at.timestamp()) < 1e-3
+
+
+# -------------------------------------------------------------------- idempotency
+def test_idempotency_claims(store: TaskStore) -> None:
+    assert store.idem_begin("ana", "k1", "h1").outcome == "new"
+    assert store.idem_begin("ana", "k1", "h1").outcome == "in_flight"
+    assert store.idem_begin("ana", "k1", "h2").outcome == "mismatch"
+    assert store.idem_begin("bob", "k1", "h2").outcome == "new"  # keys are per user
+    response = {"id": "task_1", "status": "queued", "n": [1, 2]}
+    store.idem_finish("ana", "k1", response)
+    replay = store.idem_begin("ana", "k1", "h1")
+    assert replay.outcome == "replay" and replay.response == response
+    assert store.idem_begin("ana", "k1", "h2").outcome == "mismatch"
+    # a failed first request frees its key; a finished one is never abandoned
+    assert store.idem_begin("ana", "k2", "h").outcome == "new"
+    store.idem_abandon("ana", "k2")
+    assert store.idem_begin("ana", "k2", "other").outcome == "new"
+    store.idem_abandon("ana", "k1")
+    assert store.idem_begin("ana", "k1", "h1").outcome == "replay"
+    # at startup, claims still 'creating' died with the old process
+    assert store.idem_clear_stale() == 2  # ana/k2 and bob/k1
+    assert store.idem_begin("bob", "k1", "h9").outcome == "new"
+
+
+# ----------------------------------------------------------------------- recovery
+def test_restart_recovery(store: TaskStore, store_url: str) -> None:
+    running = store.create_task("ana", "kA", REQ, None)
+    queued = store.create_task("ana", "kA", REQ, None)
+    done = store.create_task("ana", "kA", REQ, None)
+    assert store.claim_next() is not None  # running
+    store.claim_next()
+    store.finish(queued.id, "succeeded")  # second claimed is `queued`; finish it
+    store.append_event(running.id, {"event": "progress"})
+    store.close()
+    # "crash": a new store on the same URL sees everything and recovers
+    again = TaskStore.open(store_url)
+    try:
+        assert again.requeue_interrupted() == 1
+        row = again.claim_next()
+        assert row is not None and row["id"] == running.id and row["resume"] == 1
+        again.mark_resumed(running.id)
+        row2 = again.task_row(running.id)
+        assert row2 is not None and row2["resume"] == 0
+        got = again.get_task(running.id)
+        assert got is not None and got.resumed == 1 and got.status == "running"
+        assert again.append_event(running.id, {"event": "progress"}) == 2
+        nxt = again.claim_next()
+        assert nxt is not None and nxt["id"] == done.id and nxt["resume"] == 0
+        assert again.claim_next() is None
+    finally:
+        again.close()
+
+
+# ---------------------------------------------------------------- runs and jobs
+def test_runs_registry(store: TaskStore) -> None:
+    store.register_run("run_a", "ana", "q1")
+    store.register_run("run_a", "ana", "ignored")  # idempotent
+    store.register_run("run_b", "ana", "q2", kind="answer")
+    store.finish_run("run_a", "succeeded")
+    a = store.get_run("run_a", "ana")
+    assert a is not None and a.question == "q1" and a.status == "succeeded"
+    assert a.finished_at is not None and a.kind == "answer"
+    assert [r.run_id for r in store.list_runs("ana")] == ["run_b", "run_a"]
+    assert store.list_runs("bob") == []
+
+
+def test_source_jobs(store: TaskStore) -> None:
+    job = store.create_source_job("wiki", "ana")
+    assert job.status == "queued" and job.finished_at is None
+    assert store.active_source_job("wiki") == job.id
+    store.update_source_job(job.id, "running")
+    store.update_source_job(job.id, "succeeded", report={"added": 3}, failures=["a.md: bad"])
+    got = store.get_source_job(job.id)
+    assert got is not None and got.status == "succeeded" and got.report == {"added": 3}
+    assert got.failures == ["a.md: bad"] and got.finished_at is not None
+    assert store.active_source_job("wiki") is None
+    other = store.create_source_job("tickets", "ana")
+    assert store.fail_interrupted_source_jobs() == 1
+    failed = store.get_source_job(other.id)
+    assert failed is not None and failed.status == "failed" and "restart" in (failed.error or "")
+    assert store.get_source_job("job_missing") is None
+
+
+# -------------------------------------------------- Postgres-only: shared database
+def test_pg_concurrent_event_appends_get_distinct_sequence_ids(pg_url: str) -> None:
+    stores = [TaskStore.open(pg_url) for _ in range(3)]
+    try:
+        t = stores[0].create_task("ana", "kA", REQ, None)
+        out: list[int] = []
+        lock = threading.Lock()
+
+        def append(s: TaskStore) -> None:
+            for _ in range(20):
+                seq = s.append_event(t.id, {"event": "e"})
+                with lock:
+                    out.append(seq)
+
+        threads = [threading.Thread(target=append, args=(s,)) for s in stores for _ in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert sorted(out) == list(range(1, 121))
+        assert [e["seq"] for e in stores[1].events_after(t.id, 0)] == list(range(1, 121))
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_pg_concurrent_claims_never_share_a_task(pg_url: str) -> None:
+    stores = [TaskStore.open(pg_url) for _ in range(3)]
+    try:
+        ids = {stores[0].create_task("ana", "kA", REQ, None).id for _ in range(30)}
+        claimed: list[str] = []
+        lock = threading.Lock()
+
+        def worker(s: TaskStore) -> None:
+            while (row := s.claim_next()) is not None:
+                with lock:
+                    claimed.append(row["id"])
+
+        threads = [threading.Thread(target=worker, args=(s,)) for s in stores for _ in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(claimed) == len(set(claimed)) == 30 and set(claimed) == ids
+    finally:
+        for s in stores:
+            s.close()
+
+
+# ------------------------------------------- service-level tests against Postgres
+@pytest.fixture
+def settings(tmp_path: Path, auth_file: Path, pg_url: str) -> ApiSettings:  # noqa: F811
+    return ApiSettings(
+        home=tmp_path / "home",
+        auth_file=auth_file,
+        tasks_url=pg_url,
+        webhook_allow_private=True,
+        webhook_backoff_initial_s=0.01,
+        webhook_backoff_max_s=0.05,
+        webhook_max_attempts=3,
+        max_body_bytes=4_096,
+        max_question_chars=200,
+        task_workers=1,
+    )
+
+
+def test_service_uses_postgres(harness: unit.Harness) -> None:  # noqa: F811
+    assert harness.settings.resolved_tasks_url().startswith("postgresql://")
+
+
+test_pg_service_task_lifecycle_and_ownership = unit.test_task_lifecycle_and_ownership
+test_pg_service_tasks_list_newest_first_with_cursor = unit.test_tasks_list_newest_first_with_cursor
+test_pg_service_idempotency_replay_mismatch_in_flight = (
+    unit.test_idempotency_replay_mismatch_in_flight
+)
+test_pg_service_failed_creation_frees_the_idempotency_key = (
+    unit.test_failed_creation_frees_the_idempotency_key
+)
+test_pg_service_cap_on_active_tasks_per_key = unit.test_cap_on_active_tasks_per_key
+test_pg_service_cancel_running_task = unit.test_cancel_running_task
+test_pg_service_restart_resumes_running_task = unit.test_restart_resumes_running_task
+test_pg_service_webhook_signed_retried_same_id = unit.test_webhook_signed_retried_same_id
