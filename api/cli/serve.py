@@ -13,7 +13,7 @@ from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
 
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default 8000).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default 8000).")] = None,
     index: IndexOption = None,
 ) -> None:
     """Serve the HTTP API, the /ui trace viewer and OpenAPI docs at /docs."""
@@ -64,7 +64,7 @@ def mcp(
         Literal["stdio", "http"], typer.Option(help="stdio, or streamable HTTP.")
     ] = "stdio",
     host: Annotated[str, typer.Option(help="Bind address for --transport http.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port for --transport http.")] = 8001,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port for --transport http.")] = 8001,
     as_user: AsUserOption = None,
     project: Annotated[str | None, typer.Option(help="Scope (default: the caller's).")] = None,
     index: IndexOption = None,

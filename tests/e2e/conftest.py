@@ -53,6 +53,18 @@ def _run(args: list[str], env: dict[str, str]) -> None:
     assert proc.returncode == 0, f"{args} failed: {proc.stderr[-2000:]}"
 
 
+def mcp_env(home: Path, workdir: Path, key: str) -> dict[str, str]:
+    """The environment `waypoint mcp` runs in: ``home``'s index under ``key``'s ACL."""
+    auth = workdir / "keys.json"
+    auth.write_text(json.dumps({"keys": KEYS}))
+    return {
+        **os.environ,
+        "WAYPOINT_HOME": str(home),
+        "WAYPOINT_AUTH_FILE": str(auth),
+        "WAYPOINT_MCP_API_KEY": key,
+    }
+
+
 @pytest.fixture(scope="session")
 def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An index of the fixture corpus, built once per session with the real CLI."""
