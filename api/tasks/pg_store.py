@@ -28,10 +28,10 @@ from typing import Any
 
 from psycopg import Connection
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from api.schemas import RunSummary, SourceJob, Task, TaskProgress, WebhookDelivery
-from api.tasks.store import IdemClaim, TaskRow, TaskStore, new_id
+from api.tasks.store import IdemClaim, TaskRow, TaskStore, TasksUrlError, new_id
 
 # "user" is a reserved word in Postgres: quoted everywhere.
 _SCHEMA = """
@@ -113,12 +113,23 @@ CREATE TABLE IF NOT EXISTS source_jobs (
 _SCHEMA_LOCK = 0x57_41_59_50  # "WAYP"
 
 
+def _redact(url: str) -> str:
+    """The URL without its password, for error messages."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not at or ":" not in creds:
+        return url
+    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
+
+
 def _event_lock_key(task_id: str) -> int:
     return zlib.crc32(task_id.encode())
 
 
 class PostgresTaskStore(TaskStore):
-    def __init__(self, url: str, min_size: int = 1, max_size: int = 4) -> None:
+    def __init__(
+        self, url: str, min_size: int = 1, max_size: int = 4, connect_timeout_s: float = 15.0
+    ) -> None:
         self.url = url
         self._pool: ConnectionPool[Connection[dict[str, Any]]] = ConnectionPool(
             url,
@@ -129,7 +140,14 @@ class PostgresTaskStore(TaskStore):
             open=False,
             name="waypoint-tasks",
         )
-        self._pool.open(wait=True, timeout=15.0)
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout_s)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise TasksUrlError(
+                f"cannot connect to the Postgres task store {_redact(url)} within "
+                f"{connect_timeout_s:g}s (is the server up and the database created?)"
+            ) from exc
         try:
             with self._pool.connection() as db:
                 db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))

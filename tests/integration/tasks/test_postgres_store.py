@@ -14,6 +14,7 @@ Three layers:
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -72,6 +73,19 @@ def test_bad_urls_are_one_line_errors() -> None:
     with pytest.raises(TasksUrlError, match="sqlite:///path or postgresql://"):
         check_tasks_url("mysql://x/y")
     check_tasks_url("postgres://u@h/db")  # psycopg is installed here: accepted, no connect
+
+
+def test_unreachable_postgres_is_a_one_line_error() -> None:
+    pytest.importorskip("psycopg_pool")
+    from api.tasks.pg_store import PostgresTaskStore
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once closed
+    url = f"postgresql://u:secret@127.0.0.1:{port}/db?connect_timeout=1"
+    with pytest.raises(TasksUrlError, match="cannot connect") as err:
+        PostgresTaskStore(url, connect_timeout_s=1.5)
+    assert "secret" not in str(err.value) and "\n" not in str(err.value)
 
 
 # ------------------------------------------------------------------ task lifecycle
