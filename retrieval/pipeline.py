@@ -20,14 +20,14 @@ from typing import Any, TypeVar
 from retrieval import rerank as rerank_stage
 from retrieval.engines.base import Hit, SearchFilter
 from retrieval.fusion import FusedItem, cap_per_doc, rrf_fuse
-from retrieval.records import Meta, Record
+from retrieval.records import Record
 from retrieval.rewrite import rewrite_query
 from retrieval.search_models import (
-    Locator,
     RankedItem,
     SearchHit,
     SearchOptions,
     SearchResult,
+    locator_for,
 )
 from retrieval.signals import age_decay_factor, idf_gate
 
@@ -94,7 +94,6 @@ def _passage(record: Record) -> str:
 
 
 def _hit(record: Record, score: float, rerank_score: float | None = None) -> SearchHit:
-    meta = record.metadata
     return SearchHit(
         id=record.id,
         doc_id=record.doc_id,
@@ -103,15 +102,8 @@ def _hit(record: Record, score: float, rerank_score: float | None = None) -> Sea
         score=score,
         source=record.source,
         timestamp=record.timestamp,
-        locator=Locator(
-            doc_id=record.doc_id,
-            chunk_id=record.id,
-            char_start=meta.get(Meta.CHAR_START),
-            char_end=meta.get(Meta.CHAR_END),
-            heading_path=list(meta.get(Meta.HEADING_PATH) or []),
-            url=meta.get(Meta.URL),
-        ),
-        metadata=dict(meta),
+        locator=locator_for(record),
+        metadata=dict(record.metadata),
         rerank_score=rerank_score,
     )
 

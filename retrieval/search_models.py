@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from retrieval.records import Meta, Record
+
 
 class SearchOptions(BaseModel):
     """Per-query options (apart from infrastructure settings)."""
@@ -41,6 +43,19 @@ class Locator(BaseModel):
     char_end: int | None = None
     heading_path: list[str] = Field(default_factory=list)
     url: str | None = None
+
+
+def locator_for(record: Record) -> Locator:
+    """The citation locator of a stored chunk, read from its well-known metadata."""
+    meta = record.metadata
+    return Locator(
+        doc_id=record.doc_id,
+        chunk_id=record.id,
+        char_start=meta.get(Meta.CHAR_START),
+        char_end=meta.get(Meta.CHAR_END),
+        heading_path=list(meta.get(Meta.HEADING_PATH) or []),
+        url=meta.get(Meta.URL),
+    )
 
 
 class RankedItem(BaseModel):

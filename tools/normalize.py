@@ -5,22 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from retrieval.records import Meta, Record
-from retrieval.search_models import Locator
+from retrieval.search_models import locator_for
 from tools.evidence import Evidence
 
 # Metadata keys worth carrying to synthesis and the trace (the rest stays in the store).
 _KEPT_META = (Meta.KIND, Meta.AUTHOR, Meta.ACL, Meta.ENTITIES, Meta.HEADING_PATH, Meta.URL)
-
-
-def _locator(record_id: str, doc_id: str, meta: dict[str, Any]) -> Locator:
-    return Locator(
-        doc_id=doc_id,
-        chunk_id=record_id,
-        char_start=meta.get(Meta.CHAR_START),
-        char_end=meta.get(Meta.CHAR_END),
-        heading_path=list(meta.get(Meta.HEADING_PATH) or []),
-        url=meta.get(Meta.URL),
-    )
 
 
 def evidence_from_record(record: Record, score: float) -> Evidence:
@@ -32,7 +21,7 @@ def evidence_from_record(record: Record, score: float) -> Evidence:
         score=score,
         source=record.source,
         timestamp=record.timestamp,
-        locator=_locator(record.id, record.doc_id, record.metadata),
+        locator=locator_for(record),
         metadata={k: record.metadata[k] for k in _KEPT_META if k in record.metadata},
     )
 
