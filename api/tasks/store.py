@@ -19,12 +19,12 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from api.schemas import (
     TERMINAL,
@@ -170,9 +170,42 @@ class IdemClaim:
 TaskRow = Any
 
 
+class Tx:
+    """One unit of work on a backend connection.
+
+    The shared SQL is written once with ``?`` placeholders and ``"user"`` quoted (a
+    reserved word in Postgres; SQLite reads a quoted identifier the same); each backend
+    passes an ``execute`` that adapts the placeholder style to its driver.
+    """
+
+    def __init__(self, execute: Callable[[str, tuple[Any, ...]], Any]) -> None:
+        self._execute = execute
+
+    def one(self, sql: str, args: tuple[Any, ...] = ()) -> TaskRow | None:
+        cur = self._execute(sql, args)
+        # Closing finishes a RETURNING statement before the transaction commits.
+        try:
+            return cur.fetchone()
+        finally:
+            cur.close()
+
+    def all(self, sql: str, args: tuple[Any, ...] = ()) -> list[TaskRow]:
+        return list(self._execute(sql, args).fetchall())
+
+    def rowcount(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        return int(self._execute(sql, args).rowcount)
+
+
 class TaskStore(ABC):
-    """The task store interface; rows use the same columns and encodings in every backend
-    (times as epoch seconds, JSON as text), so the mapping to API models lives here."""
+    """The task store: the SQL, the status transitions, the idempotency bookkeeping and
+    the row mapping live here once. Rows use the same columns and encodings in every
+    backend (times as epoch seconds, JSON as text); a backend supplies its connections
+    (:meth:`_tx`, :meth:`_read`), its schema and the few places its concurrency differs
+    (:attr:`_CLAIM_LOCK`, :meth:`_lock_task_events`)."""
+
+    # Appended to the claim sub-select: how this backend keeps two workers from claiming
+    # the same queued task ("" where the write transaction already serialises them).
+    _CLAIM_LOCK: ClassVar[str] = ""
 
     @classmethod
     def open(cls, url: str) -> TaskStore:
@@ -186,14 +219,69 @@ class TaskStore(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
-    # ---------------------------------------------------------------- tasks
     @abstractmethod
-    def create_task(
-        self, user: str, key_id: str, request: dict[str, Any], webhook_url: str | None
-    ) -> Task: ...
+    def _tx(self) -> AbstractContextManager[Tx]:
+        """One write transaction: committed on a normal exit, rolled back on an exception."""
 
     @abstractmethod
-    def count_active(self, key_id: str) -> int: ...
+    def _read(self) -> AbstractContextManager[Tx]:
+        """A connection for reads."""
+
+    def _lock_task_events(self, db: Tx, task_id: str) -> None:
+        """Serialise event appends for one task inside ``db`` (no-op where ``_tx`` already
+        serialises every writer)."""
+        return None
+
+    def _one(self, sql: str, args: tuple[Any, ...] = ()) -> TaskRow | None:
+        with self._read() as db:
+            return db.one(sql, args)
+
+    def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[TaskRow]:
+        with self._read() as db:
+            return db.all(sql, args)
+
+    def _count(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        row = self._one(sql, args)
+        return int(row["n"]) if row else 0
+
+    def _write(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        with self._tx() as db:
+            return db.rowcount(sql, args)
+
+    # ---------------------------------------------------------------- tasks
+    def create_task(
+        self, user: str, key_id: str, request: dict[str, Any], webhook_url: str | None
+    ) -> Task:
+        task_id, run_id, now = new_id("task"), new_id("run"), time.time()
+        with self._tx() as db:
+            db.rowcount(
+                'INSERT INTO tasks (id, "user", key_id, status, request, run_id, created_at,'
+                " webhook_url, webhook_state) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+                (
+                    task_id,
+                    user,
+                    key_id,
+                    json.dumps(request),
+                    run_id,
+                    now,
+                    webhook_url,
+                    "pending" if webhook_url else "none",
+                ),
+            )
+            db.rowcount(
+                'INSERT INTO runs (run_id, "user", kind, task_id, question, status, created_at)'
+                " VALUES (?, ?, 'task', ?, ?, 'queued', ?)",
+                (run_id, user, task_id, request["question"], now),
+            )
+        task = self.get_task(task_id)
+        assert task is not None
+        return task
+
+    def count_active(self, key_id: str) -> int:
+        return self._count(
+            "SELECT COUNT(*) AS n FROM tasks WHERE key_id = ? AND status IN ('queued', 'running')",
+            (key_id,),
+        )
 
     def get_task(self, task_id: str, user: str | None = None) -> Task | None:
         row = self.task_row(task_id)
@@ -201,26 +289,52 @@ class TaskStore(ABC):
             return None
         return self._task(row)
 
-    @abstractmethod
-    def task_row(self, task_id: str) -> TaskRow | None: ...
+    def task_row(self, task_id: str) -> TaskRow | None:
+        return self._one("SELECT * FROM tasks WHERE id = ?", (task_id,))
 
-    @abstractmethod
     def list_tasks(
         self, user: str, limit: int, cursor: str | None
-    ) -> tuple[list[Task], str | None]: ...
+    ) -> tuple[list[Task], str | None]:
+        args: tuple[Any, ...]
+        if cursor:
+            # The cursor is "<created_at>:<id>" of the last item on the previous page.
+            created, _, last_id = cursor.partition(":")
+            args = (user, float(created), float(created), last_id, limit + 1)
+            sql = (
+                'SELECT * FROM tasks WHERE "user" = ? AND (created_at < ? OR (created_at = ?'
+                " AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?"
+            )
+        else:
+            args = (user, limit + 1)
+            sql = 'SELECT * FROM tasks WHERE "user" = ? ORDER BY created_at DESC, id DESC LIMIT ?'
+        rows = self._all(sql, args)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        nxt = f"{rows[-1]['created_at']!r}:{rows[-1]['id']}" if more and rows else None
+        return [self._task(r) for r in rows], nxt
 
-    @abstractmethod
     def claim_next(self) -> TaskRow | None:
         """Atomically move the oldest queued task to running and return it."""
+        with self._tx() as db:
+            row = db.one(
+                "UPDATE tasks SET status = 'running', started_at = COALESCE(started_at, ?)"
+                " WHERE id = (SELECT id FROM tasks WHERE status = 'queued'"
+                f" ORDER BY created_at, id LIMIT 1{self._CLAIM_LOCK}) RETURNING *",
+                (time.time(),),
+            )
+            if row is not None:
+                db.rowcount("UPDATE runs SET status = 'running' WHERE run_id = ?", (row["run_id"],))
+        return row
 
-    @abstractmethod
     def requeue_interrupted(self) -> int:
         """After a crash: tasks left running go back to the queue, marked to resume."""
+        return self._write(
+            "UPDATE tasks SET status = 'queued', resume = 1 WHERE status = 'running'"
+        )
 
-    @abstractmethod
-    def mark_resumed(self, task_id: str) -> None: ...
+    def mark_resumed(self, task_id: str) -> None:
+        self._write("UPDATE tasks SET resumed = resumed + 1, resume = 0 WHERE id = ?", (task_id,))
 
-    @abstractmethod
     def finish(
         self,
         task_id: str,
@@ -229,84 +343,231 @@ class TaskStore(ABC):
         error: dict[str, Any] | None = None,
     ) -> bool:
         """Set a terminal status unless the task already has one; True if this call did."""
+        now = time.time()
+        with self._tx() as db:
+            row = db.one(
+                "UPDATE tasks SET status = ?, finished_at = ?, result = ?, error = ?"
+                " WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')"
+                " RETURNING run_id",
+                (
+                    status,
+                    now,
+                    json.dumps(result) if result is not None else None,
+                    json.dumps(error) if error is not None else None,
+                    task_id,
+                ),
+            )
+            if row is None:
+                return False
+            db.rowcount(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
+                (status, now, row["run_id"]),
+            )
+        return True
 
-    @abstractmethod
-    def cancel_queued(self, task_id: str) -> bool: ...
+    def cancel_queued(self, task_id: str) -> bool:
+        now = time.time()
+        with self._tx() as db:
+            row = db.one(
+                "UPDATE tasks SET status = 'cancelled', finished_at = ? WHERE id = ?"
+                " AND status = 'queued' RETURNING run_id",
+                (now, task_id),
+            )
+            if row is not None:
+                db.rowcount(
+                    "UPDATE runs SET status = 'cancelled', finished_at = ? WHERE run_id = ?",
+                    (now, row["run_id"]),
+                )
+        return row is not None
 
-    @abstractmethod
-    def set_progress(self, task_id: str, progress: TaskProgress) -> None: ...
+    def set_progress(self, task_id: str, progress: TaskProgress) -> None:
+        self._write(
+            "UPDATE tasks SET progress = ? WHERE id = ?", (progress.model_dump_json(), task_id)
+        )
 
     # --------------------------------------------------------------- events
-    @abstractmethod
     def append_event(self, task_id: str, event: dict[str, Any]) -> int:
         """Store an event with the task's next sequence id (1, 2, ...) and return it."""
+        with self._tx() as db:
+            self._lock_task_events(db, task_id)
+            row = db.one(
+                "SELECT COALESCE(MAX(seq), 0) AS n FROM task_events WHERE task_id = ?", (task_id,)
+            )
+            seq = int(row["n"] if row else 0) + 1
+            db.rowcount(
+                "INSERT INTO task_events (task_id, seq, event) VALUES (?, ?, ?)",
+                (task_id, seq, json.dumps({**event, "seq": seq}, default=str)),
+            )
+        return seq
 
-    @abstractmethod
-    def events_after(self, task_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]: ...
+    def events_after(self, task_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]:
+        rows = self._all(
+            "SELECT event FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (task_id, after, limit),
+        )
+        return [json.loads(r["event"]) for r in rows]
 
     # ------------------------------------------------------------- webhooks
-    @abstractmethod
     def prepare_webhook(self, task_id: str, webhook_id: str, body: str) -> tuple[str, str]:
         """Fix the id and body once; retries and post-restart redeliveries reuse them."""
+        with self._tx() as db:
+            row = db.one(
+                "UPDATE tasks SET webhook_id = COALESCE(webhook_id, ?),"
+                " webhook_body = COALESCE(webhook_body, ?) WHERE id = ?"
+                " RETURNING webhook_id, webhook_body",
+                (webhook_id, body, task_id),
+            )
+        if row is None:
+            raise KeyError(task_id)
+        return row["webhook_id"], row["webhook_body"]
 
-    @abstractmethod
-    def log_delivery(self, task_id: str, delivery: WebhookDelivery) -> None: ...
+    def log_delivery(self, task_id: str, delivery: WebhookDelivery) -> None:
+        self._write(
+            "INSERT INTO deliveries (task_id, attempt, webhook_id, at, status_code, error, ok)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                task_id,
+                delivery.attempt,
+                delivery.webhook_id,
+                delivery.at.timestamp(),
+                delivery.status_code,
+                delivery.error,
+                int(delivery.ok),
+            ),
+        )
 
-    @abstractmethod
-    def count_deliveries(self, task_id: str) -> int: ...
+    def count_deliveries(self, task_id: str) -> int:
+        return self._count("SELECT COUNT(*) AS n FROM deliveries WHERE task_id = ?", (task_id,))
 
-    @abstractmethod
-    def set_webhook_state(self, task_id: str, state: str) -> None: ...
+    def set_webhook_state(self, task_id: str, state: str) -> None:
+        self._write("UPDATE tasks SET webhook_state = ? WHERE id = ?", (state, task_id))
 
-    @abstractmethod
-    def pending_webhooks(self) -> list[str]: ...
+    def pending_webhooks(self) -> list[str]:
+        rows = self._all(
+            "SELECT id FROM tasks WHERE webhook_state = 'pending'"
+            " AND status IN ('succeeded', 'failed', 'cancelled') ORDER BY finished_at"
+        )
+        return [r["id"] for r in rows]
 
-    @abstractmethod
-    def _deliveries(self, task_id: str) -> list[TaskRow]: ...
+    def _deliveries(self, task_id: str) -> list[TaskRow]:
+        return self._all(
+            "SELECT * FROM deliveries WHERE task_id = ? ORDER BY at, attempt", (task_id,)
+        )
 
     # ---------------------------------------------------------- idempotency
-    @abstractmethod
-    def idem_begin(self, user: str, key: str, request_hash: str) -> IdemClaim: ...
+    def idem_begin(self, user: str, key: str, request_hash: str) -> IdemClaim:
+        # Insert-if-absent is the claim: exactly one concurrent caller gets "new".
+        while True:
+            with self._tx() as db:
+                inserted = db.one(
+                    'INSERT INTO idempotency ("user", key, request_hash, state, created_at)'
+                    " VALUES (?, ?, ?, 'creating', ?)"
+                    ' ON CONFLICT ("user", key) DO NOTHING RETURNING key',
+                    (user, key, request_hash, time.time()),
+                )
+                if inserted is not None:
+                    return IdemClaim("new")
+                row = db.one('SELECT * FROM idempotency WHERE "user" = ? AND key = ?', (user, key))
+            if row is None:  # abandoned between the two statements: claim it again
+                continue
+            if row["request_hash"] != request_hash:
+                return IdemClaim("mismatch")
+            if row["state"] == "creating":
+                return IdemClaim("in_flight")
+            return IdemClaim("replay", json.loads(row["response"]))
 
-    @abstractmethod
-    def idem_finish(self, user: str, key: str, response: dict[str, Any]) -> None: ...
+    def idem_finish(self, user: str, key: str, response: dict[str, Any]) -> None:
+        self._write(
+            "UPDATE idempotency SET state = 'done', response = ?, task_id = ?"
+            ' WHERE "user" = ? AND key = ?',
+            (json.dumps(response, default=str), response.get("id"), user, key),
+        )
 
-    @abstractmethod
     def idem_abandon(self, user: str, key: str) -> None:
         """The first request failed before creating anything: the key is free again."""
+        self._write(
+            "DELETE FROM idempotency WHERE \"user\" = ? AND key = ? AND state = 'creating'",
+            (user, key),
+        )
 
-    @abstractmethod
     def idem_clear_stale(self) -> int:
         """At startup: claims left 'creating' died with the previous process."""
+        return self._write("DELETE FROM idempotency WHERE state = 'creating'")
 
     # ----------------------------------------------------------------- runs
-    @abstractmethod
-    def register_run(self, run_id: str, user: str, question: str, kind: str = "answer") -> None: ...
+    def register_run(self, run_id: str, user: str, question: str, kind: str = "answer") -> None:
+        self._write(
+            'INSERT INTO runs (run_id, "user", kind, question, status, created_at)'
+            " VALUES (?, ?, ?, ?, 'running', ?) ON CONFLICT (run_id) DO NOTHING",
+            (run_id, user, kind, question, time.time()),
+        )
 
-    @abstractmethod
-    def finish_run(self, run_id: str, status: str) -> None: ...
+    def finish_run(self, run_id: str, status: str) -> None:
+        self._write(
+            "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
+            (status, time.time(), run_id),
+        )
 
-    @abstractmethod
-    def get_run(self, run_id: str, user: str) -> RunSummary | None: ...
+    def get_run(self, run_id: str, user: str) -> RunSummary | None:
+        row = self._one('SELECT * FROM runs WHERE run_id = ? AND "user" = ?', (run_id, user))
+        return None if row is None else self._run(row)
 
-    @abstractmethod
-    def list_runs(self, user: str, limit: int = 100) -> list[RunSummary]: ...
+    def list_runs(self, user: str, limit: int = 100) -> list[RunSummary]:
+        rows = self._all(
+            'SELECT * FROM runs WHERE "user" = ? ORDER BY created_at DESC LIMIT ?', (user, limit)
+        )
+        return [self._run(r) for r in rows]
 
     # ---------------------------------------------------------- source jobs
-    @abstractmethod
-    def create_source_job(self, source: str, user: str) -> SourceJob: ...
+    def create_source_job(self, source: str, user: str) -> SourceJob:
+        job_id = new_id("job")
+        self._write(
+            'INSERT INTO source_jobs (id, source, "user", status, created_at)'
+            " VALUES (?, ?, ?, 'queued', ?)",
+            (job_id, source, user, time.time()),
+        )
+        job = self.get_source_job(job_id)
+        assert job is not None
+        return job
 
-    @abstractmethod
-    def active_source_job(self, source: str) -> str | None: ...
+    def active_source_job(self, source: str) -> str | None:
+        row = self._one(
+            "SELECT id FROM source_jobs WHERE source = ? AND status IN ('queued', 'running')",
+            (source,),
+        )
+        return None if row is None else str(row["id"])
 
-    @abstractmethod
-    def update_source_job(self, job_id: str, status: str, **fields: Any) -> None: ...
+    def update_source_job(self, job_id: str, status: str, **fields: Any) -> None:
+        report = fields.get("report")
+        failures = fields.get("failures")
+        # The casts type the untyped parameters for Postgres; SQLite reads them the same.
+        self._write(
+            "UPDATE source_jobs SET status = ?, report = COALESCE(?, report),"
+            " failures = COALESCE(?, failures), error = COALESCE(?, error),"
+            " finished_at = CASE WHEN CAST(? AS text) IN ('succeeded', 'failed')"
+            " THEN CAST(? AS double precision) ELSE NULL END WHERE id = ?",
+            (
+                status,
+                json.dumps(report) if report is not None else None,
+                json.dumps(failures) if failures is not None else None,
+                fields.get("error"),
+                status,
+                time.time(),
+                job_id,
+            ),
+        )
 
-    @abstractmethod
-    def fail_interrupted_source_jobs(self) -> int: ...
+    def fail_interrupted_source_jobs(self) -> int:
+        return self._write(
+            "UPDATE source_jobs SET status = 'failed', finished_at = ?,"
+            " error = 'interrupted by a server restart; sync again'"
+            " WHERE status IN ('queued', 'running')",
+            (time.time(),),
+        )
 
-    @abstractmethod
-    def get_source_job(self, job_id: str) -> SourceJob | None: ...
+    def get_source_job(self, job_id: str) -> SourceJob | None:
+        row = self._one("SELECT * FROM source_jobs WHERE id = ?", (job_id,))
+        return None if row is None else self._source_job(row)
 
     # -------------------------------------------------------------- mapping
     @staticmethod
@@ -375,6 +636,9 @@ class TaskStore(ABC):
 
 
 class SqliteTaskStore(TaskStore):
+    """Every write is one ``BEGIN IMMEDIATE`` transaction under a process lock, which
+    serialises writers (so claims and event sequence ids need no extra locking)."""
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
@@ -390,353 +654,24 @@ class SqliteTaskStore(TaskStore):
         with self._lock:
             self._db.close()
 
+    def _execute(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Cursor:
+        return self._db.execute(sql, args)
+
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self) -> Iterator[Tx]:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._db
+                yield Tx(self._execute)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
-    def _one(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Row | None:
+    @contextmanager
+    def _read(self) -> Iterator[Tx]:
         with self._lock:
-            return self._db.execute(sql, args).fetchone()
-
-    def _all(self, sql: str, args: tuple[Any, ...]) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
-
-    # ---------------------------------------------------------------- tasks
-    def create_task(
-        self, user: str, key_id: str, request: dict[str, Any], webhook_url: str | None
-    ) -> Task:
-        task_id, run_id, now = new_id("task"), new_id("run"), time.time()
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO tasks (id, user, key_id, status, request, run_id, created_at,"
-                " webhook_url, webhook_state) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
-                (
-                    task_id,
-                    user,
-                    key_id,
-                    json.dumps(request),
-                    run_id,
-                    now,
-                    webhook_url,
-                    "pending" if webhook_url else "none",
-                ),
-            )
-            db.execute(
-                "INSERT INTO runs (run_id, user, kind, task_id, question, status, created_at)"
-                " VALUES (?, ?, 'task', ?, ?, 'queued', ?)",
-                (run_id, user, task_id, request["question"], now),
-            )
-        task = self.get_task(task_id)
-        assert task is not None
-        return task
-
-    def count_active(self, key_id: str) -> int:
-        row = self._one(
-            "SELECT COUNT(*) FROM tasks WHERE key_id = ? AND status IN ('queued', 'running')",
-            (key_id,),
-        )
-        return int(row[0]) if row else 0
-
-    def task_row(self, task_id: str) -> sqlite3.Row | None:
-        return self._one("SELECT * FROM tasks WHERE id = ?", (task_id,))
-
-    def list_tasks(
-        self, user: str, limit: int, cursor: str | None
-    ) -> tuple[list[Task], str | None]:
-        args: tuple[Any, ...]
-        if cursor:
-            # The cursor is "<created_at>:<id>" of the last item on the previous page.
-            created, _, last_id = cursor.partition(":")
-            args = (user, float(created), float(created), last_id, limit + 1)
-            sql = (
-                "SELECT * FROM tasks WHERE user = ? AND (created_at < ? OR (created_at = ?"
-                " AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?"
-            )
-        else:
-            args = (user, limit + 1)
-            sql = "SELECT * FROM tasks WHERE user = ? ORDER BY created_at DESC, id DESC LIMIT ?"
-        rows = self._all(sql, args)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        nxt = f"{rows[-1]['created_at']!r}:{rows[-1]['id']}" if more and rows else None
-        return [self._task(r) for r in rows], nxt
-
-    def claim_next(self) -> sqlite3.Row | None:
-        """Atomically move the oldest queued task to running and return it."""
-        with self._tx() as db:
-            row = db.execute(
-                "UPDATE tasks SET status = 'running', started_at = COALESCE(started_at, ?)"
-                " WHERE id = (SELECT id FROM tasks WHERE status = 'queued'"
-                " ORDER BY created_at, id LIMIT 1) RETURNING *",
-                (time.time(),),
-            ).fetchone()
-            if row is not None:
-                db.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", (row["run_id"],))
-        return row
-
-    def requeue_interrupted(self) -> int:
-        """After a crash: tasks left running go back to the queue, marked to resume."""
-        with self._tx() as db:
-            cur = db.execute(
-                "UPDATE tasks SET status = 'queued', resume = 1 WHERE status = 'running'"
-            )
-            return cur.rowcount
-
-    def mark_resumed(self, task_id: str) -> None:
-        with self._tx() as db:
-            db.execute(
-                "UPDATE tasks SET resumed = resumed + 1, resume = 0 WHERE id = ?", (task_id,)
-            )
-
-    def finish(
-        self,
-        task_id: str,
-        status: str,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
-    ) -> bool:
-        """Set a terminal status unless the task already has one; True if this call did."""
-        now = time.time()
-        with self._tx() as db:
-            row = db.execute(
-                "UPDATE tasks SET status = ?, finished_at = ?, result = ?, error = ?"
-                " WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')"
-                " RETURNING run_id",
-                (
-                    status,
-                    now,
-                    json.dumps(result) if result is not None else None,
-                    json.dumps(error) if error is not None else None,
-                    task_id,
-                ),
-            ).fetchone()
-            if row is None:
-                return False
-            db.execute(
-                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
-                (status, now, row["run_id"]),
-            )
-        return True
-
-    def cancel_queued(self, task_id: str) -> bool:
-        with self._tx() as db:
-            row = db.execute(
-                "UPDATE tasks SET status = 'cancelled', finished_at = ? WHERE id = ?"
-                " AND status = 'queued' RETURNING run_id",
-                (time.time(), task_id),
-            ).fetchone()
-            if row is not None:
-                db.execute(
-                    "UPDATE runs SET status = 'cancelled', finished_at = ? WHERE run_id = ?",
-                    (time.time(), row["run_id"]),
-                )
-        return row is not None
-
-    def set_progress(self, task_id: str, progress: TaskProgress) -> None:
-        with self._tx() as db:
-            db.execute(
-                "UPDATE tasks SET progress = ? WHERE id = ?",
-                (progress.model_dump_json(), task_id),
-            )
-
-    # --------------------------------------------------------------- events
-    def append_event(self, task_id: str, event: dict[str, Any]) -> int:
-        with self._tx() as db:
-            row = db.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM task_events WHERE task_id = ?", (task_id,)
-            ).fetchone()
-            seq = int(row[0]) + 1
-            db.execute(
-                "INSERT INTO task_events (task_id, seq, event) VALUES (?, ?, ?)",
-                (task_id, seq, json.dumps({**event, "seq": seq}, default=str)),
-            )
-        return seq
-
-    def events_after(self, task_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]:
-        rows = self._all(
-            "SELECT event FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (task_id, after, limit),
-        )
-        return [json.loads(r["event"]) for r in rows]
-
-    # ------------------------------------------------------------- webhooks
-    def prepare_webhook(self, task_id: str, webhook_id: str, body: str) -> tuple[str, str]:
-        """Fix the id and body once; retries and post-restart redeliveries reuse them."""
-        with self._tx() as db:
-            db.execute(
-                "UPDATE tasks SET webhook_id = COALESCE(webhook_id, ?),"
-                " webhook_body = COALESCE(webhook_body, ?) WHERE id = ?",
-                (webhook_id, body, task_id),
-            )
-            row = db.execute(
-                "SELECT webhook_id, webhook_body FROM tasks WHERE id = ?", (task_id,)
-            ).fetchone()
-        return row["webhook_id"], row["webhook_body"]
-
-    def log_delivery(self, task_id: str, delivery: WebhookDelivery) -> None:
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO deliveries (task_id, attempt, webhook_id, at, status_code, error, ok)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    task_id,
-                    delivery.attempt,
-                    delivery.webhook_id,
-                    delivery.at.timestamp(),
-                    delivery.status_code,
-                    delivery.error,
-                    int(delivery.ok),
-                ),
-            )
-
-    def count_deliveries(self, task_id: str) -> int:
-        row = self._one("SELECT COUNT(*) FROM deliveries WHERE task_id = ?", (task_id,))
-        return int(row[0]) if row else 0
-
-    def set_webhook_state(self, task_id: str, state: str) -> None:
-        with self._tx() as db:
-            db.execute("UPDATE tasks SET webhook_state = ? WHERE id = ?", (state, task_id))
-
-    def pending_webhooks(self) -> list[str]:
-        rows = self._all(
-            "SELECT id FROM tasks WHERE webhook_state = 'pending'"
-            " AND status IN ('succeeded', 'failed', 'cancelled') ORDER BY finished_at",
-            (),
-        )
-        return [r["id"] for r in rows]
-
-    # ---------------------------------------------------------- idempotency
-    def idem_begin(self, user: str, key: str, request_hash: str) -> IdemClaim:
-        with self._tx() as db:
-            row = db.execute(
-                "SELECT * FROM idempotency WHERE user = ? AND key = ?", (user, key)
-            ).fetchone()
-            if row is None:
-                db.execute(
-                    "INSERT INTO idempotency (user, key, request_hash, state, created_at)"
-                    " VALUES (?, ?, ?, 'creating', ?)",
-                    (user, key, request_hash, time.time()),
-                )
-                return IdemClaim("new")
-        if row["request_hash"] != request_hash:
-            return IdemClaim("mismatch")
-        if row["state"] == "creating":
-            return IdemClaim("in_flight")
-        return IdemClaim("replay", json.loads(row["response"]))
-
-    def idem_finish(self, user: str, key: str, response: dict[str, Any]) -> None:
-        with self._tx() as db:
-            db.execute(
-                "UPDATE idempotency SET state = 'done', response = ?, task_id = ?"
-                " WHERE user = ? AND key = ?",
-                (json.dumps(response, default=str), response.get("id"), user, key),
-            )
-
-    def idem_abandon(self, user: str, key: str) -> None:
-        """The first request failed before creating anything: the key is free again."""
-        with self._tx() as db:
-            db.execute(
-                "DELETE FROM idempotency WHERE user = ? AND key = ? AND state = 'creating'",
-                (user, key),
-            )
-
-    def idem_clear_stale(self) -> int:
-        """At startup: claims left 'creating' died with the previous process."""
-        with self._tx() as db:
-            return db.execute("DELETE FROM idempotency WHERE state = 'creating'").rowcount
-
-    # ----------------------------------------------------------------- runs
-    def register_run(self, run_id: str, user: str, question: str, kind: str = "answer") -> None:
-        with self._tx() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO runs (run_id, user, kind, question, status, created_at)"
-                " VALUES (?, ?, ?, ?, 'running', ?)",
-                (run_id, user, kind, question, time.time()),
-            )
-
-    def finish_run(self, run_id: str, status: str) -> None:
-        with self._tx() as db:
-            db.execute(
-                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
-                (status, time.time(), run_id),
-            )
-
-    def get_run(self, run_id: str, user: str) -> RunSummary | None:
-        row = self._one("SELECT * FROM runs WHERE run_id = ? AND user = ?", (run_id, user))
-        return None if row is None else self._run(row)
-
-    def list_runs(self, user: str, limit: int = 100) -> list[RunSummary]:
-        rows = self._all(
-            "SELECT * FROM runs WHERE user = ? ORDER BY created_at DESC LIMIT ?", (user, limit)
-        )
-        return [self._run(r) for r in rows]
-
-    # ---------------------------------------------------------- source jobs
-    def create_source_job(self, source: str, user: str) -> SourceJob:
-        job_id = new_id("job")
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO source_jobs (id, source, user, status, created_at)"
-                " VALUES (?, ?, ?, 'queued', ?)",
-                (job_id, source, user, time.time()),
-            )
-        job = self.get_source_job(job_id)
-        assert job is not None
-        return job
-
-    def active_source_job(self, source: str) -> str | None:
-        row = self._one(
-            "SELECT id FROM source_jobs WHERE source = ? AND status IN ('queued', 'running')",
-            (source,),
-        )
-        return None if row is None else str(row["id"])
-
-    def update_source_job(self, job_id: str, status: str, **fields: Any) -> None:
-        report = fields.get("report")
-        failures = fields.get("failures")
-        with self._tx() as db:
-            db.execute(
-                "UPDATE source_jobs SET status = ?, report = COALESCE(?, report),"
-                " failures = COALESCE(?, failures), error = COALESCE(?, error),"
-                " finished_at = CASE WHEN ? IN ('succeeded', 'failed') THEN ? ELSE NULL END"
-                " WHERE id = ?",
-                (
-                    status,
-                    json.dumps(report) if report is not None else None,
-                    json.dumps(failures) if failures is not None else None,
-                    fields.get("error"),
-                    status,
-                    time.time(),
-                    job_id,
-                ),
-            )
-
-    def fail_interrupted_source_jobs(self) -> int:
-        with self._tx() as db:
-            return db.execute(
-                "UPDATE source_jobs SET status = 'failed', finished_at = ?,"
-                " error = 'interrupted by a server restart; sync again'"
-                " WHERE status IN ('queued', 'running')",
-                (time.time(),),
-            ).rowcount
-
-    def get_source_job(self, job_id: str) -> SourceJob | None:
-        row = self._one("SELECT * FROM source_jobs WHERE id = ?", (job_id,))
-        return None if row is None else self._source_job(row)
-
-    # -------------------------------------------------------------- mapping
-    def _deliveries(self, task_id: str) -> list[TaskRow]:
-        return self._all(
-            "SELECT * FROM deliveries WHERE task_id = ? ORDER BY at, attempt", (task_id,)
-        )
+            yield Tx(self._execute)
 
 
 def is_terminal(status: str) -> bool:
