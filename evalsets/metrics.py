@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-METRICS = (
+# The ratio metrics in [0, 1] (what the plot draws), then the cost figures.
+RATIO_METRICS = (
     "support_recall_all",
     "support_recall",
     "mrr",
@@ -26,6 +27,9 @@ METRICS = (
     "f1",
     "citation_precision",
     "refusal_accuracy",
+)
+METRICS = (
+    *RATIO_METRICS,
     "mean_rounds",
     "mean_tool_calls",
     "p50_s",

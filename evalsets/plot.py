@@ -5,16 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-PLOTTED = (
-    "support_recall_all",
-    "support_recall",
-    "mrr",
-    "answer_in_evidence",
-    "em",
-    "f1",
-    "citation_precision",
-    "refusal_accuracy",
-)
+from evalsets.metrics import RATIO_METRICS
+
+PLOTTED = RATIO_METRICS
 
 
 def plot_modes(report: dict[str, Any], path: Path) -> Path:
