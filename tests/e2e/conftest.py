@@ -249,3 +249,94 @@ def wait_for(predicate: Any, timeout: float = 120.0, interval: float = 0.1) -> A
             return value
         time.sleep(interval)
     raise AssertionError("condition not reached in time")
+
+
+# -- the killed-server scenario, shared by the SQLite (e2e) and Postgres (integration) runs --
+
+KILL_QUESTIONS = [
+    "Who leads the team that owns the Payments Service?",
+    "Who leads the team that owns Fraud Gate?",
+    "Which team renews the certificates of Fraud Gate and who leads the Risk team?",
+    "What caused the Payments Service outage in March and who owns the service?",
+]
+
+
+def post_tasks_and_kill_mid_run(srv: Server, receiver: Receiver) -> list[dict[str, Any]]:
+    """Post multi-hop tasks with a webhook, SIGKILL the server once one is mid-run (it has
+    produced events but not finished); return the created tasks."""
+    try:
+        with srv.client() as c:
+            tasks = [
+                c.post(
+                    "/v1/tasks",
+                    json={"question": q, "webhook_url": receiver.url, "max_rounds": 4},
+                    headers=ANA,
+                ).json()
+                for q in KILL_QUESTIONS
+            ]
+            wait_for(
+                lambda: any(
+                    (t := c.get(f"/v1/tasks/{x['id']}", headers=ANA).json())["status"] == "running"
+                    and t["progress"]["events"] > 0
+                    for x in tasks
+                ),
+                interval=0.02,
+            )
+    finally:
+        srv.kill()
+    return tasks
+
+
+def restart_until_delivered(
+    srv: Server,
+    home: Path,
+    workdir: Path,
+    tasks: list[dict[str, Any]],
+    events_of: str | None = None,
+    **env: str,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Restart on the same port; wait until every task's webhook is delivered. Returns the
+    final tasks and, if asked, one task's event stream read before stopping."""
+    srv2 = Server(home, workdir, **env)
+    srv2.port, srv2.base = srv.port, srv.base
+    srv2.start()
+    events = None
+    try:
+        with srv2.client() as c:
+            final = [
+                wait_for(
+                    lambda x=x: (
+                        (t := c.get(f"/v1/tasks/{x['id']}", headers=ANA).json())["webhook"]["state"]
+                        == "delivered"
+                        and t
+                    )
+                )
+                for x in tasks
+            ]
+            if events_of is not None:
+                events = c.get(f"/v1/tasks/{events_of}/events", headers=ANA).text
+    finally:
+        srv2.stop()
+    return final, events
+
+
+def assert_resumed_and_delivered_once(
+    final: list[dict[str, Any]],
+    tasks: list[dict[str, Any]],
+    interrupted: list[str],
+    receiver: Receiver,
+) -> None:
+    """Every task succeeded, the interrupted ones resumed, and the receiver processed each
+    task's result exactly once by webhook id with a valid signature."""
+    assert all(t["status"] == "succeeded" for t in final)
+    for t in final:
+        if t["id"] in interrupted:
+            assert t["resumed"] >= 1
+    assert receiver.rejected == []
+    by_task = {p["data"]["id"]: wid for wid, p in receiver.processed.items()}
+    assert set(by_task) == {t["id"] for t in tasks}
+    assert {t["webhook"]["webhook_id"] for t in final} == set(receiver.processed)
+    for payload in receiver.processed.values():
+        assert payload["type"] == "task.succeeded" and payload["data"]["result"]["answer"]
+    for headers, _ in receiver.deliveries:
+        assert headers["webhook-id"] in receiver.processed

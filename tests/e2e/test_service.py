@@ -19,7 +19,10 @@ from tests.e2e.conftest import (
     SECRET_MARKER,
     Receiver,
     Server,
+    assert_resumed_and_delivered_once,
     parse_sse_lines,
+    post_tasks_and_kill_mid_run,
+    restart_until_delivered,
     wait_for,
 )
 
@@ -220,33 +223,7 @@ def test_killed_server_resumes_task_and_webhook_arrives_once(
     home = tmp_path / "home"
     shutil.copytree(built_index, home)
     srv = Server(home, tmp_path, WAYPOINT_TASK_WORKERS="1").start()
-    questions = [
-        "Who leads the team that owns the Payments Service?",
-        "Who leads the team that owns Fraud Gate?",
-        "Which team renews the certificates of Fraud Gate and who leads the Risk team?",
-        "What caused the Payments Service outage in March and who owns the service?",
-    ]
-    try:
-        with srv.client() as c:
-            tasks = [
-                c.post(
-                    "/v1/tasks",
-                    json={"question": q, "webhook_url": receiver.url, "max_rounds": 4},
-                    headers=ANA,
-                ).json()
-                for q in questions
-            ]
-            # kill while a task is mid-run: it has produced events but not finished
-            wait_for(
-                lambda: any(
-                    (t := c.get(f"/v1/tasks/{x['id']}", headers=ANA).json())["status"] == "running"
-                    and t["progress"]["events"] > 0
-                    for x in tasks
-                ),
-                interval=0.02,
-            )
-    finally:
-        srv.kill()
+    tasks = post_tasks_and_kill_mid_run(srv, receiver)
     import sqlite3
 
     db = sqlite3.connect(home / "tasks.sqlite")
@@ -254,36 +231,8 @@ def test_killed_server_resumes_task_and_webhook_arrives_once(
     db.close()
     assert interrupted, "no task was running at the kill"
 
-    srv2 = Server(home, tmp_path, WAYPOINT_TASK_WORKERS="1")
-    srv2.port, srv2.base = srv.port, srv.base
-    srv2.start()
-    try:
-        with srv2.client() as c:
-            final = [
-                wait_for(
-                    lambda x=x: (
-                        (t := c.get(f"/v1/tasks/{x['id']}", headers=ANA).json())["webhook"]["state"]
-                        == "delivered"
-                        and t
-                    )
-                )
-                for x in tasks
-            ]
-    finally:
-        srv2.stop()
-    assert all(t["status"] == "succeeded" for t in final)
-    for t in final:
-        if t["id"] in interrupted:
-            assert t["resumed"] >= 1
-    # the receiver got every result, each id processed once, each signature valid
-    assert receiver.rejected == []
-    by_task = {p["data"]["id"]: wid for wid, p in receiver.processed.items()}
-    assert set(by_task) == {t["id"] for t in tasks}
-    assert {t["webhook"]["webhook_id"] for t in final} == set(receiver.processed)
-    for payload in receiver.processed.values():
-        assert payload["type"] == "task.succeeded" and payload["data"]["result"]["answer"]
-    for headers, _ in receiver.deliveries:
-        assert headers["webhook-id"] in receiver.processed
+    final, _ = restart_until_delivered(srv, home, tmp_path, tasks, WAYPOINT_TASK_WORKERS="1")
+    assert_resumed_and_delivered_once(final, tasks, interrupted, receiver)
 
 
 def test_source_sync_job_indexes_a_configured_connector(http: httpx.Client) -> None:
