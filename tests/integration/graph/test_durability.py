@@ -49,9 +49,14 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_a_killed_run_resumes_with_its_round_one_evidence(
-    store_factory: Callable[..., Any], record_factory: Callable[..., Any], tmp_path: Path
-) -> None:
+def ingest_chain_and_kill_run(
+    store_factory: Callable[..., Any],
+    record_factory: Callable[..., Any],
+    run_id: str,
+    env: dict[str, str] | None = None,
+) -> Path:
+    """Ingest a three-hop chain, run the question in a child process that SIGKILLs itself
+    after round 1; return the index home (shared with the Postgres checkpointer test)."""
     store = store_factory("home")
     store.ingest(
         [
@@ -67,14 +72,20 @@ def test_a_killed_run_resumes_with_its_round_one_evidence(
     )
     home = Path(store.settings.home)
     store.close()
-
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(home), "run-1", OPTIONS.model_dump_json(), QUESTION],
+        [sys.executable, "-c", CHILD, str(home), run_id, OPTIONS.model_dump_json(), QUESTION],
         capture_output=True,
         timeout=300,
-        env={**os.environ},
+        env={**os.environ, **(env or {})},
     )
     assert child.returncode == -9, child.stderr.decode()[-2000:]
+    return home
+
+
+def test_a_killed_run_resumes_with_its_round_one_evidence(
+    store_factory: Callable[..., Any], record_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    ingest_chain_and_kill_run(store_factory, record_factory, "run-1")
 
     store = store_factory("home")
     researcher = Researcher(store)

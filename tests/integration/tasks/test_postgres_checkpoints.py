@@ -6,11 +6,7 @@ case is tests/integration/graph/test_durability.py)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +14,7 @@ import pytest
 from graph.models import Caller
 from graph.runner import Researcher
 from graph.settings import GraphSettings
-from tests.integration.graph.test_durability import CHILD, OPTIONS, QUESTION
+from tests.integration.graph.test_durability import ingest_chain_and_kill_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -29,29 +25,9 @@ def test_killed_run_resumes_from_postgres_checkpoint(
     pytest.importorskip("langgraph.checkpoint.postgres")
     import psycopg
 
-    store = store_factory("home")
-    store.ingest(
-        [
-            record_factory(
-                "runbook", "The Ledger runbook was written by Dana Ruiz.", title="Ledger runbook"
-            ),
-            record_factory("dana", "Dana Ruiz is mentored by Omar Haddad.", title="Dana Ruiz"),
-            record_factory(
-                "omar", "Omar Haddad founded the Payments Platform group.", title="Omar Haddad"
-            ),
-            record_factory("cafe", "The cafeteria opens at eight.", title="Cafeteria"),
-        ]
+    ingest_chain_and_kill_run(
+        store_factory, record_factory, "run-pg", env={"WAYPOINT_CHECKPOINT_URL": pg_url}
     )
-    home = Path(store.settings.home)
-    store.close()
-
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(home), "run-pg", OPTIONS.model_dump_json(), QUESTION],
-        capture_output=True,
-        timeout=300,
-        env={**os.environ, "WAYPOINT_CHECKPOINT_URL": pg_url},
-    )
-    assert child.returncode == -9, child.stderr.decode()[-2000:]
     # the checkpoint is in Postgres, not in the SQLite file next to the index
     with psycopg.connect(pg_url) as conn:
         row = conn.execute(
