@@ -226,17 +226,8 @@ class Catalog:
     # ---- chunks -----------------------------------------------------------------------
     def records(self, ids: Iterable[str]) -> list[Record]:
         ids = list(ids)
-        out: dict[str, Record] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            with self._lock:
-                rows = self._conn.execute(
-                    f"SELECT id, record FROM chunks WHERE id IN ({marks})", part
-                ).fetchall()
-            for cid, raw in rows:
-                out[cid] = Record.model_validate_json(raw)
-        return [out[i] for i in ids if i in out]
+        found = self.stored_chunks(ids)
+        return [found[i][0] for i in ids if i in found]
 
     def stored_chunks(self, ids: Sequence[str]) -> dict[str, tuple[Record, bytes | None]]:
         """Current record and vector per chunk id (for embedding reuse on re-ingest)."""
