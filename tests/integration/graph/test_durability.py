@@ -16,6 +16,7 @@ import pytest
 
 from graph.models import Caller, RunOptions
 from graph.runner import Researcher
+from graph.settings import GraphSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -82,14 +83,12 @@ def ingest_chain_and_kill_run(
     return home
 
 
-def test_a_killed_run_resumes_with_its_round_one_evidence(
-    store_factory: Callable[..., Any], record_factory: Callable[..., Any], tmp_path: Path
+def assert_resumes_with_round_one_evidence(
+    store: Any, run_id: str, settings: GraphSettings | None = None
 ) -> None:
-    ingest_chain_and_kill_run(store_factory, record_factory, "run-1")
-
-    store = store_factory("home")
-    researcher = Researcher(store)
-    before = researcher.get_trace("run-1")
+    """Resume the killed run: round-1 evidence intact, round 1 not repeated, result stored."""
+    researcher = Researcher(store, settings=settings)
+    before = researcher.get_trace(run_id)
     round_one = {
         item["id"]
         for e in before
@@ -97,17 +96,23 @@ def test_a_killed_run_resumes_with_its_round_one_evidence(
         for item in e.data["entered"]
     }
     assert round_one and not any(e.type == "done" for e in before)
-
     try:
-        result = asyncio.run(researcher.resume("run-1"))
+        result = asyncio.run(researcher.resume(run_id))
     finally:
         researcher.close()
-    researcher = Researcher(store)  # a fresh reader of what the run left behind
-    after = researcher.get_trace("run-1")
+    researcher = Researcher(store, settings=settings)  # a fresh reader of what the run left
+    after = researcher.get_trace(run_id)
     from_round_one = {e.id for e in result.evidence if any(p.round == 1 for p in e.provenance)}
     assert from_round_one == round_one
     assert result.rounds >= 2
-    executes = [(e.round) for e in after if e.type == "node_start" and e.node == "execute"]
+    executes = [e.round for e in after if e.type == "node_start" and e.node == "execute"]
     assert executes.count(1) == 1  # round 1 ran once, before the kill
-    assert researcher.get_result("run-1") == result
+    assert researcher.get_result(run_id) == result
     assert researcher.list_runs(Caller().user)[0]["status"] == "done"
+
+
+def test_a_killed_run_resumes_with_its_round_one_evidence(
+    store_factory: Callable[..., Any], record_factory: Callable[..., Any]
+) -> None:
+    ingest_chain_and_kill_run(store_factory, record_factory, "run-1")
+    assert_resumes_with_round_one_evidence(store_factory("home"), "run-1")
