@@ -73,3 +73,25 @@ class TitleIndex:
                         found.append(title)
             i += matched or 1
         return found
+
+
+def named_titles(
+    text: str,
+    titles: TitleIndex | None,
+    proper_only: bool = True,
+    exclude: frozenset[str] | set[str] = frozenset(),
+) -> list[str]:
+    """Titles ``text`` names; with ``proper_only`` the mention must be capitalised."""
+    if titles is None:
+        return []
+    out = []
+    for title in titles.mentions(text, exclude):
+        name = base_title(title)
+        for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
+            surface = m.group(0)
+            # A name written as the title writes it ("ledger-service"), or capitalised
+            # like a proper noun; not a common word that happens to be a title ("county").
+            if not proper_only or surface == name or surface[0].isupper() or surface[0].isdigit():
+                out.append(title)
+                break
+    return out

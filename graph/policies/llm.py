@@ -17,7 +17,8 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from graph.extractive import CANNOT_ANSWER, extractive_answer
 from graph.policies.base import Answer, AssessStep, OnToken, PlanStep, Verdict, View
-from graph.policies.rule import RulePolicy, rank_pool
+from graph.policies.ranking import rank_pool
+from graph.policies.rule import RulePolicy
 from graph.prompts import fence, load_prompts
 from graph.settings import GraphSettings
 from tools.evidence import Evidence

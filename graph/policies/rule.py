@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from graph.extractive import extractive_answer, salient_terms, term_weights
+from graph.extractive import extractive_answer, salient_terms
 from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
+from graph.policies.ranking import rank_pool
 from graph.text import instruction_like, proper_phrases, stem, terms, words
 from tools.evidence import Evidence
 from tools.executor import ToolCall
-from tools.titles import TitleIndex, base_title
+from tools.titles import TitleIndex, base_title, named_titles
 
 _COMPARISON = re.compile(
     r"\b(both|same|either|neither|compared?|older|younger|earlier|later|first|"
@@ -32,37 +33,12 @@ _RELATIVE = re.compile(
 )
 
 MAX_QUESTION_LOOKUPS = 4
-_PROTECTED_SHARE = 0.4  # share of the budget kept for the best direct question hits
-_SEARCH_HOP_TRUST = 0.7  # a search hop's link strength relative to opening a named page
-_CHAIN_SHARE = 0.4  # share kept for followed hops' best passages and their parents
 MAX_HOP_LOOKUPS = 6
 MAX_HOP_SEARCHES = 2
 ENTITIES_PER_PASSAGE = 1
 TOP_FOR_HOPS = 4
 FRONTIER_HOPS = 3  # passages reached by the last round's hops whose mentions are followed
 OWN_PAGE_LOOKUPS = 2  # top direct hits whose page is searched for its best section
-
-
-def named_titles(
-    text: str,
-    titles: TitleIndex | None,
-    proper_only: bool = True,
-    exclude: frozenset[str] | set[str] = frozenset(),
-) -> list[str]:
-    """Titles ``text`` names; with ``proper_only`` the mention must be capitalised."""
-    if titles is None:
-        return []
-    out = []
-    for title in titles.mentions(text, exclude):
-        name = base_title(title)
-        for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
-            surface = m.group(0)
-            # A name written as the title writes it ("ledger-service"), or capitalised
-            # like a proper noun; not a common word that happens to be a title ("county").
-            if not proper_only or surface == name or surface[0].isupper() or surface[0].isdigit():
-                out.append(title)
-                break
-    return out
 
 
 def comparison_entities(question: str, titles: TitleIndex | None) -> list[str]:
@@ -315,112 +291,3 @@ class RulePolicy:
 
     async def synthesize(self, question: str, evidence: list[Evidence], on_token: OnToken) -> Any:
         return extractive_answer(question, evidence)
-
-
-def rank_pool(
-    question: str, pool: list[Evidence], titles: TitleIndex | None, budget: int = 10
-) -> list[tuple[str, float]]:
-    """Score every pool item for the question; best first (ties by id, deterministic).
-
-    A passage found for the question itself scores by its search rank, its coverage of the
-    question and whether the question names its page. A passage reached by a hop scores
-    from its parent: a chain is as strong as the passage that stated the hop, discounted
-    by the hop's own rank and by how far the lead stood from the question's words.
-    """
-    weights = term_weights(question, pool)
-    total = sum(weights.values()) or 1.0
-    q_named = {t.casefold() for t in named_titles(question, titles)}
-    cov: dict[str, float] = {}
-    final: dict[str, float] = {}
-    by_id = {e.id: e for e in pool}
-    for e in pool:
-        have = set(terms(f"{e.title} {e.text}"))
-        cov[e.id] = sum(w for t, w in weights.items() if t in have) / total
-        prior = max(
-            (
-                1.0 / (1 + (p.rank or 10))
-                for p in e.provenance
-                if p.tool == "search_knowledge" and p.parent is None
-            ),
-            default=0.0,
-        )
-        named = 1.0 if e.title.casefold() in q_named else 0.0
-        final[e.id] = 0.5 * cov[e.id] + 0.8 * prior + 0.6 * named
-    base = dict(final)
-    # Parents always come from an earlier round; two passes settle chains of any order.
-    by_round = sorted(pool, key=lambda e: min((p.round for p in e.provenance), default=0))
-    for _ in range(2):
-        for e in by_round:
-            for p in e.provenance:
-                if p.parent is None or p.parent == e.id or p.parent not in final:
-                    continue
-                hop = (1.0 / (p.rank or 1)) / (1 + 0.5 * (p.lead or 0))
-                # Opening the page a passage names is a firmer link than searching the
-                # question's missing words beside a name it mentions.
-                firm = 1.0 if p.tool == "lookup_entity" else _SEARCH_HOP_TRUST
-                derived = 0.9 * final[p.parent] * hop * firm + 0.2 * cov[e.id]
-                final[e.id] = max(final[e.id], derived)
-    # A document's second and later chunks yield to other documents: the budget is read
-    # best when it spans the chain rather than one long page.
-    seen_docs: dict[str, int] = {}
-    for eid, _ in sorted(final.items(), key=lambda kv: (-kv[1], kv[0])):
-        doc = by_id[eid].doc_id
-        seen_docs[doc] = seen_docs.get(doc, 0) + 1
-        if seen_docs[doc] > 1:
-            final[eid] *= 0.6
-    ranked = sorted(final.items(), key=lambda kv: (-kv[1], kv[0]))
-    # The budget is filled in three passes: the best direct answers to the question keep
-    # their seat (a comparison's second entity, a first hop), then the chain - each
-    # followed hop's best passage together with the passage it was followed from - and
-    # only then the rest by score. A hop's gold passage often shares few words with the
-    # question and would otherwise lose its seat to near-duplicates of the first hop.
-    keep = [
-        i
-        for i, _ in sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[
-            : max(1, int(budget * _PROTECTED_SHARE))
-        ]
-    ]
-    head: list[str] = []
-
-    def take(i: str) -> None:
-        if i not in head and len(head) < budget:
-            head.append(i)
-
-    for i in keep:
-        take(i)
-    chain_end = min(budget, len(head) + max(1, int(budget * _CHAIN_SHARE)))
-    for parent, child in _chain_links(ranked, by_id, set(final)):
-        if len(head) >= chain_end:
-            break
-        grand = _best_parent(by_id[parent], set(final), final)
-        if grand is not None and grand not in head and len(head) + 3 <= chain_end:
-            take(grand)  # a three-hop chain keeps its first link too
-        take(parent)
-        take(child)
-    for i, _ in ranked:
-        take(i)
-    head.sort(key=lambda i: (-final[i], i))
-    ranked = [(i, final[i]) for i in head] + [(i, s) for i, s in ranked if i not in head]
-    return ranked
-
-
-def _best_parent(e: Evidence, present: set[str], score: dict[str, float]) -> str | None:
-    parents = [p.parent for p in e.provenance if p.parent in present and p.parent != e.id]
-    return max(parents, key=lambda i: (score[i], i)) if parents else None  # type: ignore[arg-type]
-
-
-def _chain_links(
-    ranked: list[tuple[str, float]], by_id: dict[str, Evidence], present: set[str]
-) -> list[tuple[str, str]]:
-    """(parent, child) for each passage that was the basis of a followed hop: its best
-    child (the hop's best evidence), best chains first."""
-    score = dict(ranked)
-    links: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for i, _ in ranked:
-        parent = _best_parent(by_id[i], present, score)
-        if parent is None or parent in seen or by_id[parent].doc_id == by_id[i].doc_id:
-            continue
-        seen.add(parent)
-        links.append((parent, i))
-    return links

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from graph.policies.rule import rank_pool
+from graph.policies.ranking import rank_pool
 from retrieval.search_models import Locator
 from tools.evidence import Evidence, Provenance
 
