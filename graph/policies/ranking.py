@@ -2,8 +2,10 @@
 
 Shared by both policies: a passage found for the question scores by its search rank, its
 coverage of the question and whether the question names its page; a passage reached by a
-hop inherits from the passage that stated the hop. The budget is then filled so that it
-spans the chain (first hop, bridge, answer) rather than near-duplicates of one hop.
+hop inherits from the passage that stated the hop, less for every hop it stands from the
+question. A passage that several calls found independently gains a little. The budget is
+then filled so that it spans the chain (first hop, bridge, answer) and distinct documents
+rather than near-duplicates of one hop.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from tools.titles import TitleIndex, named_titles
 
 _PROTECTED_SHARE = 0.4  # share of the budget kept for the best direct question hits
 _SEARCH_HOP_TRUST = 0.7  # a search hop's link strength relative to opening a named page
-_CHAIN_SHARE = 0.4  # share kept for followed hops' best passages and their parents
+_CHAIN_SHARE = 0.2  # share kept for followed hops' best passages and their parents
+# A hop's basis that was itself reached by a hop vouches for less: each hop further from
+# the question discounts the link again (a page named by a page named by a hit is weak).
+_DEPTH_DECAY = 0.65
+_CORROBORATION = 0.1  # per further distinct call that found the same passage
+_MAX_CORROBORATION = 3
 
 
 def rank_pool(
@@ -26,16 +33,20 @@ def rank_pool(
     A passage found for the question itself scores by its search rank, its coverage of the
     question and whether the question names its page. A passage reached by a hop scores
     from its parent: a chain is as strong as the passage that stated the hop, discounted
-    by the hop's own rank and by how far the lead stood from the question's words.
+    by the hop's own rank, by how far the lead stood from the question's words and by how
+    many hops the parent itself stands from the question. A passage found by several
+    distinct calls (the question, a comparison entity, a hop) gains a little per call.
     """
     weights = term_weights(question, pool)
     total = sum(weights.values()) or 1.0
     q_named = {t.casefold() for t in named_titles(question, titles)}
     cov: dict[str, float] = {}
+    covers: dict[str, set[str]] = {}  # the question's terms each passage holds
     final: dict[str, float] = {}
     by_id = {e.id: e for e in pool}
     for e in pool:
         have = set(terms(f"{e.title} {e.text}"))
+        covers[e.id] = {t for t in weights if t in have}
         cov[e.id] = sum(w for t, w in weights.items() if t in have) / total
         prior = max(
             (
@@ -50,6 +61,7 @@ def rank_pool(
     base = dict(final)
     # Parents always come from an earlier round; two passes settle chains of any order.
     by_round = sorted(pool, key=lambda e: min((p.round for p in e.provenance), default=0))
+    depth = _depths(by_round, by_id)
     for _ in range(2):
         for e in by_round:
             for p in e.provenance:
@@ -59,8 +71,13 @@ def rank_pool(
                 # Opening the page a passage names is a firmer link than searching the
                 # question's missing words beside a name it mentions.
                 firm = 1.0 if p.tool == "lookup_entity" else _SEARCH_HOP_TRUST
-                derived = 0.9 * final[p.parent] * hop * firm + 0.2 * cov[e.id]
+                decay = _DEPTH_DECAY ** depth[p.parent]
+                derived = 0.9 * final[p.parent] * hop * firm * decay + 0.2 * cov[e.id]
                 final[e.id] = max(final[e.id], derived)
+    # Independent calls that agree on a passage are evidence that it matters.
+    for e in pool:
+        calls = {(p.tool, p.query, p.parent) for p in e.provenance}
+        final[e.id] += _CORROBORATION * min(_MAX_CORROBORATION, len(calls) - 1)
     # A document's second and later chunks yield to other documents: the budget is read
     # best when it spans the chain rather than one long page.
     seen_docs: dict[str, int] = {}
@@ -75,6 +92,8 @@ def rank_pool(
     # followed hop's best passage together with the passage it was followed from - and
     # only then the rest by score. A hop's gold passage often shares few words with the
     # question and would otherwise lose its seat to near-duplicates of the first hop.
+    # Every pass seats one passage per document; a document's further chunks take the
+    # seats left over once every other document has had its turn.
     keep = [
         i
         for i, _ in sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[
@@ -82,10 +101,26 @@ def rank_pool(
         ]
     ]
     head: list[str] = []
+    seated_docs: dict[str, set[str]] = {}  # document -> question terms its seats hold
+    best_chunk: dict[str, str] = {}  # a document's seat goes to its best-scored passage
+    for i, _ in ranked:
+        best_chunk.setdefault(by_id[i].doc_id, i)
 
-    def take(i: str) -> None:
-        if i not in head and len(head) < budget:
-            head.append(i)
+    def take(i: str, again: bool = False) -> None:
+        doc = by_id[i].doc_id
+        if not again:
+            if doc in seated_docs:
+                # A further section of a seated page earns its own seat only by holding
+                # question terms the page's seats lack (the answer's section, not a
+                # repeat of the intro).
+                if covers[i] <= seated_docs[doc]:
+                    return
+            else:
+                i = best_chunk[doc]
+        if i in head or len(head) >= budget:
+            return
+        head.append(i)
+        seated_docs.setdefault(doc, set()).update(covers[i])
 
     for i in keep:
         take(i)
@@ -100,6 +135,8 @@ def rank_pool(
         take(child)
     for i, _ in ranked:
         take(i)
+    for i, _ in ranked:
+        take(i, again=True)
     head.sort(key=lambda i: (-final[i], i))
     ranked = [(i, final[i]) for i in head] + [(i, s) for i, s in ranked if i not in head]
     return ranked
@@ -125,3 +162,20 @@ def _chain_links(
         seen.add(parent)
         links.append((parent, i))
     return links
+
+
+def _depths(by_round: list[Evidence], by_id: dict[str, Evidence]) -> dict[str, int]:
+    """Hops from the question: 0 for a passage found for the question itself, else one
+    more than its nearest parent in the pool."""
+    depth: dict[str, int] = {}
+    for _ in range(2):  # as for the scores: parents come from earlier rounds
+        for e in by_round:
+            best: int | None = None
+            for p in e.provenance:
+                if p.parent is None:
+                    best = 0
+                elif p.parent != e.id and p.parent in by_id:
+                    d = depth.get(p.parent, 0) + 1
+                    best = d if best is None else min(best, d)
+            depth[e.id] = best or 0
+    return depth

@@ -67,3 +67,72 @@ def test_a_search_hop_is_a_weaker_link_than_opening_a_named_page() -> None:
     )
     scores = dict(rank_pool(QUESTION, [*pool, searched], titles=None, budget=10))
     assert scores["lind#0"] > scores["lind2#0"]
+
+
+def _lookup(parent: str, round_no: int = 2, lead: int = 0) -> Provenance:
+    return Provenance(
+        round=round_no, tool="lookup_entity", query="name", rank=1, parent=parent, lead=lead
+    )
+
+
+def test_each_hop_further_from_the_question_vouches_for_less() -> None:
+    # The first name in a page that was itself opened by a hop stands two hops from the
+    # question; the second name in a direct hit stands one. The nearer link wins.
+    hit = _ev("hit", "Blue Harbour was written by Ana Lind.", _search(1))
+    near = _ev("near", "Ana Lind was born in Tarnow.", _lookup("hit#0"))
+    far = _ev("far", "Tarnow lies on the Dunajec.", _lookup("near#0", round_no=3))
+    second = _ev("second", "Tarnow lies on the Dunajec.", _lookup("hit#0", lead=1))
+    scores = dict(rank_pool(QUESTION, [hit, near, far, second], titles=None, budget=10))
+    assert scores["second#0"] > scores["far#0"]
+
+
+def test_a_passage_that_several_calls_found_gains() -> None:
+    once = _ev("once", "Tarnow lies on a river.", _search(3))
+    twice = _ev(
+        "twice",
+        "Tarnow lies on a river.",
+        _search(3),
+        Provenance(round=1, tool="search_knowledge", query="another query", rank=3),
+    )
+    scores = dict(rank_pool(QUESTION, [once, twice], titles=None, budget=10))
+    assert scores["twice#0"] > scores["once#0"]
+
+
+def test_a_document_gets_a_second_seat_only_after_every_other_document() -> None:
+    def chunk(doc: str, n: int, text: str, rank: int) -> Evidence:
+        e = _ev(doc, text, _search(rank))
+        return e.model_copy(update={"id": f"{doc}#{n}"})
+
+    # Three chunks of one long page rank first; a second page ranks below all of them.
+    pool = [
+        chunk("long", 0, "Blue Harbour is a novel; its author was born in a river town.", 1),
+        chunk("long", 1, "Blue Harbour author river town birthplace flows.", 2),
+        chunk("long", 2, "Blue Harbour author river birthplace.", 3),
+        chunk("other", 0, "Ana Lind, author.", 9),
+    ]
+    top = {i for i, _ in rank_pool(QUESTION, pool, titles=None, budget=2)[:2]}
+    assert "other#0" in top and len(top & {"long#0", "long#1", "long#2"}) == 1
+    # A seat left over once every document has one goes to the page's next chunk.
+    top = {i for i, _ in rank_pool(QUESTION, pool, titles=None, budget=3)[:3]}
+    assert "other#0" in top and len(top & {"long#0", "long#1", "long#2"}) == 2
+
+
+def test_a_documents_seat_goes_to_its_best_passage() -> None:
+    # The page's intro is the best direct search hit and so keeps a protected seat for its
+    # document; the page's section that several calls found scores higher overall and
+    # takes that seat instead.
+    intro = _ev("hub", "Blue Harbour author.", _search(1))
+    section = _ev(
+        "hub",
+        "Blue Harbour author birthplace river: Tarnow on the Dunajec.",
+        *[
+            Provenance(round=2, tool="lookup_entity", query=f"q{n}", rank=1, parent=None)
+            for n in range(4)
+        ],
+    ).model_copy(update={"id": "hub#2"})
+    others = [_ev(f"o{i}", "Blue Harbour author.", _search(i + 2)) for i in range(3)]
+    pool = [intro, section, *others]
+    scores = dict(rank_pool(QUESTION, pool, titles=None, budget=10))
+    assert scores["hub#2"] > scores["hub#0"]
+    top = [i for i, _ in rank_pool(QUESTION, pool, titles=None, budget=3)[:3]]
+    assert "hub#2" in top and "hub#0" not in top
