@@ -14,8 +14,9 @@ from typing import Any
 
 from graph.extractive import extractive_answer, salient_terms
 from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
+from graph.policies.decompose import candidates, innermost
 from graph.policies.ranking import rank_pool
-from graph.text import instruction_like, proper_phrases, stem, terms, words
+from graph.text import STOPWORDS, instruction_like, proper_phrases, stem, terms, words
 from tools.evidence import Evidence
 from tools.executor import ToolCall
 from tools.titles import TitleIndex, base_title, named_titles
@@ -39,6 +40,9 @@ ENTITIES_PER_PASSAGE = 1
 TOP_FOR_HOPS = 4
 FRONTIER_HOPS = 3  # passages reached by the last round's hops whose mentions are followed
 OWN_PAGE_LOOKUPS = 2  # top direct hits whose page is searched for its best section
+CHAINED_HOP_LOOKUPS = 3  # mention lookups beside a decomposition's own next hop
+CHAIN_BEAM = 2  # bridge entities followed for the first hop of a decomposed question
+CHAIN_PASSAGES = 3  # passages of a sub-question's search that the bridge is read from
 
 
 def comparison_entities(question: str, titles: TitleIndex | None) -> list[str]:
@@ -152,6 +156,18 @@ class RulePolicy:
                         reason="comparison entity",
                     )
                 )
+        # A composed question: search its innermost description first; assess reads the
+        # bridge entity off what it finds and searches the question rewritten with it.
+        first_hop = None if entities else innermost(q, view.titles)
+        if first_hop is not None:
+            calls.append(
+                ToolCall(
+                    tool="search_knowledge",
+                    args={"query": first_hop.query, "k": k},
+                    reason=f"first hop: {first_hop.text}",
+                )
+            )
+            return PlanStep(calls=calls, policy_state={"entities": entities, "chain": [q]})
         inner = _RELATIVE.search(q)
         if inner and not entities:
             sub = f"{inner.group(1)} {inner.group(2)}".strip()
@@ -166,6 +182,81 @@ class RulePolicy:
     async def assess(self, view: View) -> AssessStep:
         if view.options.mode == "hybrid":
             return AssessStep(Verdict(decision="enough", reason="single round (hybrid mode)"))
+        chain_calls, chain = self._chain(view)
+        state = {**view.policy_state, "chain": chain}
+        step = await self._assess(view, chained=bool(chain_calls))
+        if not chain_calls:
+            return AssessStep(step.verdict, policy_state=state)
+        v = step.verdict
+        calls = [*chain_calls, *(c for c in v.next_calls if c not in chain_calls)]
+        return AssessStep(
+            Verdict(
+                decision="next",
+                reason=f"{len(chain_calls)} dependent sub-question calls; " + v.reason,
+                missing=v.missing,
+                next_calls=calls,
+            ),
+            policy_state=state,
+        )
+
+    def _chain(self, view: View) -> tuple[list[ToolCall], list[str]]:
+        """The decomposition's next hop: read the bridge entity of each open question's
+        innermost description off the passages its search found, substitute it, and
+        search the shorter question (and its own innermost description, if any)."""
+        calls: list[ToolCall] = []
+        still_open: list[str] = []
+        open_questions = list(view.policy_state.get("chain") or [])
+        beam = CHAIN_BEAM if view.round <= 1 else 1
+        for q in open_questions:
+            sub = innermost(q, view.titles)
+            if sub is None:
+                continue
+            # Passages that talk like instructions are read, never followed.
+            found = [e for e in self._found_by(view, sub.query) if not instruction_like(e.text)]
+            found = found[:CHAIN_PASSAGES]
+            for lead, (entity, e) in enumerate(candidates(sub, found, view.titles, beam)):
+                rewritten = sub.substitute(entity)
+                nxt = innermost(rewritten, view.titles)
+                if view.titles is not None and entity in view.titles.titles:
+                    call = ToolCall(
+                        tool="lookup_entity",
+                        args={"name": entity, "limit": 1, "query": rewritten},
+                        reason=f"bridge entity named in {e.id}",
+                        parent=e.id,
+                        lead=lead,
+                    )
+                    if call.key() not in view.done_calls and call not in calls:
+                        calls.append(call)
+                queries = [rewritten] + ([nxt.query] if nxt is not None else [])
+                for query in queries:
+                    call = ToolCall(
+                        tool="search_knowledge",
+                        args={"query": query, "k": view.options.k},
+                        reason=f"next hop via {entity} ({e.id})",
+                        parent=e.id,
+                        lead=lead,
+                    )
+                    if call.key() not in view.done_calls and call not in calls:
+                        calls.append(call)
+                if nxt is not None and rewritten not in still_open:
+                    still_open.append(rewritten)
+        return calls, still_open
+
+    @staticmethod
+    def _found_by(view: View, query: str) -> list[Evidence]:
+        """Pool passages a search for ``query`` returned, in that search's order."""
+        hits: list[tuple[int, Evidence]] = []
+        for e in view.ranked:
+            ranks = [
+                p.rank or 0
+                for p in e.provenance
+                if p.tool == "search_knowledge" and p.query == query
+            ]
+            if ranks:
+                hits.append((min(ranks), e))
+        return [e for _, e in sorted(hits, key=lambda h: h[0])]
+
+    async def _assess(self, view: View, chained: bool = False) -> AssessStep:
         if view.round >= 2 and not any(
             min((p.round for p in e.provenance), default=0) == view.round
             for e in view.ranked[: view.options.budget]
@@ -196,7 +287,7 @@ class RulePolicy:
                 if t not in mentioned
             ]
             for lead, title in enumerate(mentioned):
-                if len(calls) >= MAX_HOP_LOOKUPS:
+                if len(calls) >= (CHAINED_HOP_LOOKUPS if chained else MAX_HOP_LOOKUPS):
                     break
                 call = ToolCall(
                     tool="lookup_entity",
@@ -224,8 +315,9 @@ class RulePolicy:
                 if call.key() not in view.done_calls and call not in calls:
                     calls.append(call)
         # Missing terms: search them beside the bridge entities of the best passages (the
-        # names a passage mentions next to the question's own words).
-        if missing:
+        # names a passage mentions next to the question's own words). A decomposed
+        # question searches its next sub-question instead.
+        if missing and not chained:
             for e in top[:MAX_HOP_SEARCHES]:
                 leads = bridge_entities(e, view.question)[:ENTITIES_PER_PASSAGE]
                 for lead, entity in enumerate(leads):
@@ -283,7 +375,12 @@ class RulePolicy:
 
     def _mentions(self, e: Evidence, titles: TitleIndex | None) -> list[str]:
         if titles is not None:
-            return named_titles(e.text, titles, exclude={e.title})
+            # A page titled with a common word ("This", "Christian") is not a mention.
+            return [
+                t
+                for t in named_titles(e.text, titles, exclude={e.title})
+                if base_title(t).casefold() not in STOPWORDS
+            ]
         return [p for p in proper_phrases(e.text) if p != e.title][:3]
 
     def rank(self, view: View) -> list[tuple[str, float]]:
