@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from graph.text import STOPWORDS, instruction_like, key_terms, proper_phrases, sentences, terms
 from tools.evidence import Evidence
@@ -119,6 +120,16 @@ def _heading(e: Evidence) -> str:
     return " ".join(e.locator.heading_path) if e.locator and e.locator.heading_path else ""
 
 
+@lru_cache(maxsize=4096)
+def _word_pattern(phrase: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)")
+
+
+def _has_word(phrase: str, text: str) -> bool:
+    """``phrase`` occurs in ``text`` as whole words (a substring test first: most don't)."""
+    return phrase in text and _word_pattern(phrase).search(text) is not None
+
+
 def _linked(child: Evidence, parent: Evidence, question: str) -> bool:
     """Did ``child`` follow from a mention in ``parent`` (a real chain link)?"""
     name = base_title(child.title).casefold()
@@ -129,7 +140,7 @@ def _linked(child: Evidence, parent: Evidence, question: str) -> bool:
     for phrase in proper_phrases(parent.text):
         p = phrase.casefold()
         if len(p) >= 4 and p not in q and p != base_title(parent.title).casefold():
-            if re.search(r"(?<!\w)" + re.escape(p) + r"(?!\w)", child_text):
+            if _has_word(p, child_text):
                 return True
     return False
 
@@ -158,7 +169,7 @@ def chain_context(evidence: list[Evidence], question: str) -> tuple[list[set[str
             continue
         for a in evidence:
             if a.doc_id != e.doc_id and first_round[a.id] < first_round[e.id]:
-                if re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", a.text.casefold()):
+                if _has_word(name, a.text.casefold()):
                     parents.setdefault(e.id, set()).add(a.id)
     out = []
     for e in evidence:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 STOPWORDS = frozenset(
     """a an the of in on at to for by with from and or but not no nor is are was were be been
@@ -27,10 +28,23 @@ _PROPER = re.compile(
 )
 
 
+# The functions below are pure and called again and again on the same passages (every node
+# of every round re-reads the pool): they are memoised. Each cached value is a tuple and
+# callers get a fresh list, so a caller that mutates its result cannot change the cache.
+_TEXT_CACHE = 16384
+_WORD_CACHE = 1 << 16
+
+
 def words(text: str) -> list[str]:
-    return [w.casefold().strip("'’") for w in _WORD.findall(text)]
+    return list(_words(text))
 
 
+@lru_cache(maxsize=_TEXT_CACHE)
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.casefold().strip("'’") for w in _WORD.findall(text))
+
+
+@lru_cache(maxsize=_WORD_CACHE)
 def stem(word: str) -> str:
     """A light plural/possessive fold so 'films' meets 'film' (no stemmer dependency)."""
     for suffix in ("'s", "’s"):
@@ -45,31 +59,43 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Content terms: lowercased, stemmed lightly, no stopwords, order kept, no repeats."""
-    out: list[str] = []
-    for w in words(text):
+    return list(_terms(text))
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _terms(text: str) -> tuple[str, ...]:
+    out: dict[str, None] = {}  # insertion-ordered set
+    for w in _words(text):
         if w in STOPWORDS or (len(w) < 2 and not w.isdigit()):
             continue
-        s = stem(w)
-        if s not in out:
-            out.append(s)
-    return out
+        out[stem(w)] = None
+    return tuple(out)
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT.split(text) if s.strip()]
+    return list(_sentences(text))
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in _SENT.split(text) if s.strip())
 
 
 def proper_phrases(text: str) -> list[str]:
     """Capitalised multi-word names ('Mountrail County', 'Tim Burton'), first-seen order."""
-    out: list[str] = []
+    return list(_proper_phrases(text))
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _proper_phrases(text: str) -> tuple[str, ...]:
+    out: dict[str, None] = {}
     for m in _PROPER.finditer(text):
         phrase = m.group(1).strip(" .-")
         first = phrase.split()[0].casefold() if phrase else ""
         if not phrase or (first in STOPWORDS and len(phrase.split()) == 1):
             continue
-        if phrase not in out:
-            out.append(phrase)
-    return out
+        out[phrase] = None
+    return tuple(out)
 
 
 def key_terms(question: str) -> list[str]:
@@ -116,5 +142,6 @@ _INSTRUCTION_LIKE = re.compile(
 )
 
 
+@lru_cache(maxsize=_TEXT_CACHE)
 def instruction_like(text: str) -> bool:
     return bool(_INSTRUCTION_LIKE.search(text))
