@@ -1,14 +1,14 @@
 """One checkpointer per Researcher per event loop, shared by every run on that loop.
 
 A connection per run made concurrent runs race on SQLite's schema setup and write lock
-(``database is locked`` under 20 concurrent answers). One aiosqlite connection serialises
-this process's writes through the saver's own lock; WAL lets readers (``waypoint trace``,
+(``database is locked`` under 20 concurrent answers). One connection serialises this
+process's writes through the saver's own lock; WAL lets readers (``waypoint trace``,
 another process) read while it writes; ``busy_timeout`` makes a writer in another process
 wait for the lock instead of failing.
 
-The saver is bound to the loop that opened it (aiosqlite futures, the saver's asyncio.Lock),
-so a Researcher used from several loops (tests, ``asyncio.run`` per command) gets one per
-loop; savers of loops that have since closed are stopped when the next one opens.
+A Researcher used from several loops (tests, ``asyncio.run`` per command) gets a saver per
+loop (the Postgres saver's connection is bound to its loop); savers of loops that have
+since closed are stopped when the next one opens.
 """
 
 from __future__ import annotations
@@ -16,20 +16,78 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import warnings
-from collections.abc import Callable
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.sqlite import SqliteSaver
+
 log = logging.getLogger(__name__)
+
+
+class LoopSqliteSaver(SqliteSaver):
+    """LangGraph's SQLite saver, its async methods run straight on the event loop.
+
+    A checkpoint write is one small WAL commit (no fsync): well under a millisecond, less
+    than the several thread hand-offs (execute, commit, cursor close) ``AsyncSqliteSaver``
+    makes through aiosqlite's worker for every write, each a wait for a scheduler slot on
+    a busy machine. The graph runs with ``durability="sync"``, so each super-step waits
+    for its checkpoint either way: here the wait is the write itself. Same tables as
+    ``AsyncSqliteSaver`` (a file written by one is read by the other). The trade-off: a
+    write that waits for another process's write lock (``busy_timeout``) holds the loop;
+    writers hold that lock for a commit's length.
+    """
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self.delete_thread(thread_id)
 
 
 @dataclass
 class _Opened:
     saver: Any
     stack: contextlib.AsyncExitStack
-    # Closes the connection without a running loop (SQLite: its worker thread does it).
+    # Closes the connection without a running loop (SQLite: a plain close).
     stop: Callable[[], object] | None = None
 
 
@@ -97,25 +155,17 @@ class Checkpoints:
         return saver
 
     async def _open_sqlite(self, stack: contextlib.AsyncExitStack) -> _Opened:
-        import aiosqlite
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = aiosqlite.connect(str(self.path), timeout=self.busy_timeout_s)
-        # A forgotten close must not keep the interpreter alive at exit (the worker thread
-        # is not a daemon by default); SQLite's journal keeps an interrupted write safe.
-        worker = getattr(conn, "_thread", None)
-        if worker is not None:
-            worker.daemon = True
-        conn = await stack.enter_async_context(conn)
-        await conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-        await conn.execute("PRAGMA journal_mode = WAL")
+        conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, check_same_thread=False)
+        stack.callback(conn.close)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
         # WAL + NORMAL: a commit is durable against a process kill (not a power cut) and
         # costs no fsync, which matters with every node of every run checkpointing.
-        await conn.execute("PRAGMA synchronous = NORMAL")
-        saver = AsyncSqliteSaver(conn)
-        await saver.setup()
-        return _Opened(saver, stack, stop=conn.stop)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        saver = LoopSqliteSaver(conn)
+        saver.setup()
+        return _Opened(saver, stack, stop=conn.close)
 
     def _stop_closed_loops(self) -> None:
         for loop in [lp for lp in self._opening if lp.is_closed()]:
@@ -129,10 +179,7 @@ class Checkpoints:
         if opened.stop is None:
             log.warning("a checkpointer of a closed event loop was dropped without closing")
             return
-        with warnings.catch_warnings():
-            # aiosqlite's stop() asks for the current loop; outside one, 3.11 warns.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            opened.stop()
+        opened.stop()
 
 
 async def _result_or_none(task: asyncio.Task[_Opened]) -> _Opened | None:

@@ -6,11 +6,13 @@ the policy and the event sink are live objects, not state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from graph.events import EventSink
 from graph.policies.base import Policy
 from tools.context import ToolContext
+from tools.evidence import Evidence
 from tools.executor import ToolExecutor
 
 
@@ -20,3 +22,6 @@ class RunContext:
     executor: ToolExecutor
     policy: Policy
     sink: EventSink
+    # Pool items already validated into Evidence, by id: (the state's dict, its Evidence).
+    # Reused while the state holds that very dict (an item found again is a new dict).
+    evidence: dict[str, tuple[dict[str, Any], Evidence]] = field(default_factory=dict)

@@ -42,6 +42,7 @@ def traced(name: str) -> Callable[[Node], Node]:
             await sink.emit(
                 "node_end", node=name, round=round_no, duration_ms=round(took * 1000, 1), **summary
             )
+            sink.flush()  # the node's events, stored in one transaction
             update["elapsed_s"] = took
             update["trace"] = [
                 {"node": name, "round": round_no, "ms": round(took * 1000, 1), **summary}
@@ -57,11 +58,26 @@ def options_of(state: ResearchState) -> RunOptions:
     return RunOptions.model_validate(state["options"])
 
 
-def pool_ranked(state: ResearchState) -> list[Evidence]:
+def pool_ranked(
+    state: ResearchState, cache: dict[str, tuple[dict[str, Any], Evidence]] | None = None
+) -> list[Evidence]:
+    """The pool as Evidence, ranked; ``cache`` (the run context's) keeps each item validated
+    once while the state holds the same dict for it."""
     pool = state.get("pool") or {}
     order = [r["id"] for r in state.get("ranking") or [] if r["id"] in pool]
     rest = sorted(set(pool) - set(order))
-    return [Evidence.model_validate(pool[i]) for i in [*order, *rest]]
+    out = []
+    for i in [*order, *rest]:
+        item = pool[i]
+        hit = cache.get(i) if cache is not None else None
+        if hit is not None and hit[0] is item:
+            out.append(hit[1])
+            continue
+        evidence = Evidence.model_validate(item)
+        if cache is not None:
+            cache[i] = (item, evidence)
+        out.append(evidence)
+    return out
 
 
 def view_of(state: ResearchState, ctx: RunContext, new_ids: list[str] | None = None) -> View:
@@ -69,7 +85,7 @@ def view_of(state: ResearchState, ctx: RunContext, new_ids: list[str] | None = N
         question=state["question"],
         round=state.get("round", 0),
         options=options_of(state),
-        ranked=pool_ranked(state),
+        ranked=pool_ranked(state, ctx.evidence),
         new_ids=new_ids or [],
         done_calls=set(state.get("done_calls") or []),
         policy_state=dict(state.get("policy_state") or {}),
@@ -106,6 +122,8 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
         update["bound_hit"] = "max_tool_calls"
         warnings.append(f"max_tool_calls ({opts.max_tool_calls}) reached: some calls were skipped")
     update["plan"] = [c.model_dump() for c in fresh]
+    # The round's searches start embedding their queries now, while the step is saved.
+    ctx.executor.embed_ahead(fresh, ctx.tools)
     update["warnings"] = warnings
     await ctx.sink.emit(
         "plan",
@@ -148,7 +166,9 @@ async def execute(state: ResearchState, runtime: Runtime[RunContext]) -> dict[st
             warnings.append(f"degraded leg: {o.call.tool}({o.call.query!r}) failed: {o.error}")
         warnings += [f"{o.call.tool}: {w}" for w in o.warnings]
     return {
-        "outcomes": [o.model_dump(mode="json") for o in outcomes],
+        # The state keeps what fuse needs; each call's detail (legs, timings) is in its
+        # tool_result event, not re-saved with every checkpoint of the round.
+        "outcomes": [o.model_dump(mode="json", exclude={"detail"}) for o in outcomes],
         "done_calls": [c.key() for c in calls],
         "tool_calls": state.get("tool_calls", 0) + len(calls),
         "warnings": warnings,
@@ -185,6 +205,7 @@ async def fuse(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
     )
     return {
         "pool": found,
+        "outcomes": [],  # consumed: the pool holds the round's evidence now
         "round_ranking": [{"id": f.id, "score": f.score} for f in fused],
         "_summary": {"found": len(found), "entered": len(entered)},
     }
@@ -273,7 +294,7 @@ async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict
     ctx = runtime.context
     opts = options_of(state)
     question = state["question"]
-    chosen = pool_ranked(state)[: opts.budget]
+    chosen = pool_ranked(state, ctx.evidence)[: opts.budget]
     # Permission is checked again here: nothing unauthorised reaches synthesis or a citation.
     allowed = await asyncio.to_thread(
         ctx.tools.store.get_records, [e.id for e in chosen], ctx.tools.flt

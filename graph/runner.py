@@ -104,6 +104,7 @@ class Researcher:
             options=options.model_dump(),
             policy=self.policy.name,
         )
+        sink.flush()
         return await self._drive(run_input, run_input, sink)
 
     async def resume(self, run_id: str, on_event: OnEvent | None = None) -> ResearchResult:
@@ -116,6 +117,7 @@ class Researcher:
             return done
         sink = EventSink(run_id, self.traces, on_event)
         await sink.emit("metadata", resumed=True, question=run_input["question"])
+        sink.flush()
         return await self._drive(None, run_input, sink)
 
     async def _drive(
@@ -147,8 +149,11 @@ class Researcher:
             result = ResearchResult.model_validate(out["result"])
         except Exception as exc:
             await sink.emit("error", error=f"{type(exc).__name__}: {exc}")
+            sink.flush()
             self.traces.set_status(run_id, "failed")
             raise
+        finally:
+            sink.flush()  # whatever a failed or cancelled node emitted
         self.traces.finish_run(run_id, "done", result.model_dump(mode="json"))
         return result
 

@@ -1,9 +1,10 @@
 """Runs and their trace events, persisted beside the checkpoints (SQLite, one file).
 
-Writes are tiny and synchronous, one short transaction each; a lock keeps them safe from
-the worker threads the tools use. WAL lets readers (``waypoint trace``, the HTTP layer,
-another process) read while a run writes, and ``busy_timeout`` makes a writer in another
-process wait for the write lock instead of failing with ``database is locked``.
+Writes are small and synchronous, one short transaction each (a node's events go in one:
+``append_many``); a lock keeps them safe from the worker threads the tools use. WAL lets
+readers (``waypoint trace``, the HTTP layer, another process) read while a run writes, and
+``busy_timeout`` makes a writer in another process wait for the write lock instead of
+failing with ``database is locked``.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ class TraceStore:
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_s)
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         self._db.execute("PRAGMA journal_mode=WAL")
-        # Every event is a commit: in WAL mode NORMAL skips the fsync per commit and stays
-        # consistent after a process kill.
+        # A commit per node's events: in WAL mode NORMAL skips the fsync per commit and
+        # stays consistent after a process kill.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
@@ -100,19 +101,19 @@ class TraceStore:
         return int(row[0]) + 1 if row else 1
 
     def append(self, event: TraceEvent) -> None:
+        self.append_many([event])
+
+    def append_many(self, events: list[TraceEvent]) -> None:
+        """Store events in one transaction (a node's events: one commit, not one each)."""
+        rows = [
+            (e.run_id, e.seq, e.type, e.ts, e.node, e.round, json.dumps(e.data, default=str))
+            for e in events
+        ]
         with self._lock, self._db:
-            self._db.execute(
+            self._db.executemany(
                 "INSERT INTO events (run_id, seq, type, ts, node, round, data) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    event.run_id,
-                    event.seq,
-                    event.type,
-                    event.ts,
-                    event.node,
-                    event.round,
-                    json.dumps(event.data, default=str),
-                ),
+                rows,
             )
 
     def events(self, run_id: str) -> list[TraceEvent]:

@@ -108,13 +108,27 @@ def _hit(record: Record, score: float, rerank_score: float | None = None) -> Sea
     )
 
 
+def dense_leg_query(query: str, options: SearchOptions | None = None) -> str:
+    """The text the dense leg embeds for ``query`` (what a caller may embed in advance)."""
+    options = options or SearchOptions()
+    if options.dense_query == "original" or not options.rewrite:
+        return query.strip()
+    return rewrite_query(query).rewritten
+
+
 async def hybrid_search(
     store: Any,
     query: str,
     flt: SearchFilter,
     options: SearchOptions | None = None,
+    *,
+    query_vector: Callable[[], Awaitable[Sequence[float] | None]] | None = None,
 ) -> SearchResult:
-    """Search ``store`` for ``query`` within ``flt`` (ACL, scope, time pushed into engines)."""
+    """Search ``store`` for ``query`` within ``flt`` (ACL, scope, time pushed into engines).
+
+    ``query_vector``: returns the embedding of :func:`dense_leg_query` computed ahead (a
+    round's queries embedded in one batch), or None; then the dense leg embeds it itself.
+    """
     options = options or SearchOptions()
     unknown = [leg for leg in options.legs if leg not in LEGS]
     if unknown or not options.legs:
@@ -152,10 +166,15 @@ async def hybrid_search(
 
     runners = {"lexical": run_lexical, "dense": run_dense}
 
+    async def run_dense_ahead() -> list[Hit]:
+        vector = await query_vector() if query_vector is not None else None
+        if vector is None:
+            return await asyncio.to_thread(run_dense)
+        return await asyncio.to_thread(lambda: list(store.dense.search(vector, depth, flt)))
+
     async def run_leg(leg: str) -> list[Hit]:
-        return await asyncio.wait_for(
-            asyncio.to_thread(runners[leg]), timeout=options.leg_timeout_s
-        )
+        work = run_dense_ahead() if leg == "dense" else asyncio.to_thread(runners[leg])
+        return await asyncio.wait_for(work, timeout=options.leg_timeout_s)
 
     outcomes = await asyncio.gather(
         *(_timed(functools.partial(run_leg, leg)) for leg in legs),

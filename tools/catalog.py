@@ -77,12 +77,20 @@ class NeighborArgs(BaseModel):
 
 
 async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
-    search = ctx.search_fn
-    if search is None:
-        from retrieval.pipeline import hybrid_search as search  # lazy: optional at import
-
     k = args.k or ctx.default_k
-    result = await search(ctx.store, args.query, ctx.flt, SearchOptions(k=k))
+    options = SearchOptions(k=k)
+    if ctx.search_fn is not None:
+        result = await ctx.search_fn(ctx.store, args.query, ctx.flt, options)
+    else:
+        from retrieval.pipeline import hybrid_search  # lazy: optional at import
+
+        result = await hybrid_search(
+            ctx.store,
+            args.query,
+            ctx.flt,
+            options,
+            query_vector=ctx.vector_ahead(args.query, options),
+        )
     detail: dict[str, Any] = {
         "original_query": result.original_query,
         "rewritten_query": result.rewritten_query,
@@ -107,20 +115,26 @@ def _name_score(name: str, title: str) -> float:
 
 
 async def lookup_entity(ctx: ToolContext, args: LookupArgs) -> ToolOutput:
-    records = await asyncio.to_thread(ctx.store.lookup, args.name, ctx.flt, args.limit)
+    # One worker-thread trip for the lookup and the pages' sections (not one per store call).
+    evidence = await asyncio.to_thread(_lookup_entity, ctx, args)
+    return ToolOutput(evidence=evidence, detail={"matched": [e.title for e in evidence]})
+
+
+def _lookup_entity(ctx: ToolContext, args: LookupArgs) -> list[Evidence]:
+    records = ctx.store.lookup(args.name, ctx.flt, args.limit)
     evidence = []
     for first in records:
         score = _name_score(args.name, first.title)
         if args.query:
             # A long page's first section rarely holds the fact sought: its best-matching
             # section comes first, then the page's opening (what the page is about).
-            chunks = await asyncio.to_thread(ctx.store.get_document, first.doc_id, ctx.flt)
+            chunks = ctx.store.get_document(first.doc_id, ctx.flt)
             best = _best_section(chunks, args.query, skip=first.id)
             if best is not None:
                 evidence.append(evidence_from_record(best, score))
                 score *= 0.9
         evidence.append(evidence_from_record(first, score))
-    return ToolOutput(evidence=evidence, detail={"matched": [e.title for e in evidence]})
+    return evidence
 
 
 _STOP = frozenset(

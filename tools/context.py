@@ -7,7 +7,8 @@ engine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,6 +42,58 @@ class ToolContext:
     # and benchmarks swap it without touching the catalog.
     search_fn: Any = None
     _titles: TitleIndex | None = field(default=None, repr=False)
+    # Dense-leg query text -> (batch future, position): embeddings computed ahead, one
+    # encode call per batch of queries (see ``embed_ahead``). Per run, never shared.
+    _vectors: dict[str, tuple[asyncio.Future[list[list[float]]], int]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def embed_ahead(self, queries: Sequence[str], options: Any = None) -> None:
+        """Start embedding the dense-leg text of these search queries, in one batch.
+
+        A round's searches would each encode their query in its own thread: one call for
+        all of them costs little more than one query, where several concurrent calls
+        contend for the same cores. Only for the default pipeline (a swapped ``search_fn``
+        embeds as it likes) and a store with an embedder; text embedded already (or being
+        embedded) in this run is not embedded again.
+        """
+        embedder = getattr(self.store, "embedder", None)
+        if self.search_fn is not None or embedder is None:
+            return
+        from retrieval.pipeline import dense_leg_query
+
+        texts = [
+            t
+            for t in dict.fromkeys(dense_leg_query(q, options) for q in queries)
+            if t and t not in self._vectors
+        ]
+        if not texts:
+            return
+        batch = asyncio.get_running_loop().run_in_executor(None, embedder.encode, texts)
+        for i, text in enumerate(texts):
+            self._vectors[text] = (batch, i)
+
+    def vector_ahead(
+        self, query: str, options: Any = None
+    ) -> Callable[[], Awaitable[Sequence[float] | None]] | None:
+        """What ``hybrid_search(query_vector=...)`` awaits for ``query``, if it was embedded
+        ahead (None: it was not; the search embeds it itself)."""
+        from retrieval.pipeline import dense_leg_query
+
+        entry = self._vectors.get(dense_leg_query(query, options))
+        if entry is None:
+            return None
+        batch, i = entry
+
+        async def vector() -> Sequence[float] | None:
+            try:
+                # shield: a timed-out or cancelled search must not cancel the shared batch
+                vectors = await asyncio.shield(batch)
+            except Exception:  # noqa: BLE001 - the search embeds (and reports) on its own
+                return None
+            return vectors[i]
+
+        return vector
 
     def title_index(self) -> TitleIndex | None:
         """Titles the caller may read, if the store can list them (``store.titles(flt)``).
@@ -65,6 +118,27 @@ class ToolContext:
         return cls(store=store, flt=store.filter_for(list(groups), project), default_k=default_k)
 
 
+class _MemoTitleIndex(TitleIndex):
+    """A title index that remembers its answers: the planner scans the same passages for
+    titles in every round (and ranking scans the question each time)."""
+
+    _MEMO_SIZE = 8192
+
+    def __init__(self, titles: Any) -> None:
+        super().__init__(titles)
+        self._memo: dict[tuple[str, frozenset[str]], tuple[str, ...]] = {}
+
+    def mentions(self, text: str, exclude: frozenset[str] | set[str] = frozenset()) -> list[str]:
+        key = (text, frozenset(exclude))
+        found = self._memo.get(key)
+        if found is None:
+            found = tuple(super().mentions(text, exclude))
+            if len(self._memo) >= self._MEMO_SIZE:
+                self._memo.clear()  # a cache, not a record: start over
+            self._memo[key] = found
+        return list(found)
+
+
 # Building the index scans every title; reuse it while the store's content is unchanged.
 _INDEX_CACHE: dict[tuple[int, SearchFilter], tuple[Any, TitleIndex]] = {}
 _CACHE_SIZE = 32
@@ -76,7 +150,7 @@ def _cached_index(store: Any, flt: SearchFilter, list_titles: Any) -> TitleIndex
     hit = _INDEX_CACHE.get(key)
     if hit is not None and version is not None and hit[0] == version:
         return hit[1]
-    index = TitleIndex(list_titles(flt))
+    index = _MemoTitleIndex(list_titles(flt))
     if len(_INDEX_CACHE) >= _CACHE_SIZE:
         _INDEX_CACHE.pop(next(iter(_INDEX_CACHE)))
     _INDEX_CACHE[key] = (version, index)

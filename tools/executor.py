@@ -21,7 +21,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from tools.catalog import Catalog, ToolOutput
+from tools.catalog import Catalog, ToolOutput, search_knowledge
 from tools.context import ToolContext
 from tools.evidence import Evidence, Provenance
 
@@ -84,6 +84,7 @@ class ToolExecutor:
         self, calls: list[ToolCall], ctx: ToolContext, round_no: int
     ) -> list[CallOutcome]:
         """Outcomes in the order of ``calls`` (never raises for a failed call)."""
+        self.embed_ahead(calls, ctx)
         semaphore = asyncio.Semaphore(self.max_concurrency)
 
         async def bounded(call: ToolCall) -> CallOutcome:
@@ -91,6 +92,19 @@ class ToolExecutor:
                 return await self._one(call, ctx, round_no)
 
         return list(await asyncio.gather(*(bounded(c) for c in calls)))
+
+    def embed_ahead(self, calls: list[ToolCall], ctx: ToolContext) -> None:
+        """Start embedding the queries of these calls' searches in one batch (the graph calls
+        it as soon as a round is planned; ``run`` does for what is not started yet)."""
+        queries = []
+        for call in calls:
+            query = call.args.get("query")
+            if call.tool not in self.catalog or not isinstance(query, str):
+                continue
+            if self.catalog.get(call.tool).fn is search_knowledge:
+                queries.append(query)
+        if queries:
+            ctx.embed_ahead(queries)
 
     async def _one(self, call: ToolCall, ctx: ToolContext, round_no: int) -> CallOutcome:
         started = time.perf_counter()

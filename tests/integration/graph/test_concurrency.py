@@ -45,17 +45,17 @@ async def test_concurrent_runs_share_one_checkpointer_and_keep_their_own_traces(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import aiosqlite
-
-    # A connection per run is what locked the database under load: count them.
+    # A connection per run is what locked the database under load: count the checkpoint
+    # file's connections (the trace store's file has its own).
     opened: list[str] = []
-    real_connect = aiosqlite.connect
+    real_connect = sqlite3.connect
 
     def counting_connect(database: Any, *args: Any, **kwargs: Any) -> Any:
-        opened.append(str(database))
+        if str(database).endswith("runs.sqlite"):
+            opened.append(str(database))
         return real_connect(database, *args, **kwargs)
 
-    monkeypatch.setattr(aiosqlite, "connect", counting_connect)
+    monkeypatch.setattr(sqlite3, "connect", counting_connect)
     store = store_factory("home")
     store.ingest(_corpus(record_factory))
     researcher = Researcher(store, checkpointer_path=tmp_path / "runs" / "runs.sqlite")

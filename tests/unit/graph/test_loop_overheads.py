@@ -1,0 +1,148 @@
+"""The loop's bookkeeping, made cheaper without changing what it records: trace events
+stored once per node (still streamed one by one), pool items validated once, memoised text
+functions, the SQLite checkpointer called on the loop (its files readable by LangGraph's
+own async saver)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from graph.events import EventSink
+from graph.models import Caller, RunOptions, TraceEvent
+from graph.nodes import pool_ranked
+from graph.runner import Researcher
+from graph.text import proper_phrases, sentences, terms, words
+from graph.trace_store import TraceStore
+from tools.context import _MemoTitleIndex
+from tools.testing import MemoryStore, memory_search, passage
+from tools.titles import TitleIndex
+
+QUESTION = "Which team does the engineer who wrote the Ledger runbook lead?"
+
+
+def corpus() -> MemoryStore:
+    return MemoryStore(
+        [
+            passage(
+                "runbook", "Ledger runbook", "The Ledger runbook was written by engineer Dana Ruiz."
+            ),
+            passage("dana", "Dana Ruiz", "Dana Ruiz heads the Payments Platform group."),
+            passage("noise", "Cafeteria", "The cafeteria opens at eight."),
+        ]
+    )
+
+
+async def test_events_stream_at_once_and_are_stored_at_flush(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path / "traces.sqlite")
+    store.create_run("r", "u", "q?", {})
+    streamed: list[int] = []
+
+    async def on_event(event: TraceEvent) -> None:
+        streamed.append(event.seq)
+
+    sink = EventSink("r", store, on_event)
+    await sink.emit("node_start", node="plan", round=1)
+    await sink.emit("node_end", node="plan", round=1)
+    assert streamed == [1, 2] and store.events("r") == []
+    sink.flush()
+    assert [(e.seq, e.type) for e in store.events("r")] == [(1, "node_start"), (2, "node_end")]
+    assert EventSink("r", store).events == [] and EventSink("r", store)._seq == 3
+    store.close()
+
+
+async def test_each_nodes_events_are_stored_when_the_node_ends(tmp_path: Path) -> None:
+    researcher = Researcher(
+        corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+    )
+    seen_at_start: dict[tuple[str | None, int], list[str]] = {}
+
+    async def on_event(event: TraceEvent) -> None:
+        if event.type == "node_start":
+            stored = researcher.get_trace(event.run_id)
+            seen_at_start[(event.node, event.round)] = [e.type for e in stored]
+
+    try:
+        result = await researcher.run(QUESTION, Caller(), RunOptions(), on_event=on_event)
+        # When a node starts, everything before it - up to the last node's end - is stored.
+        for types in seen_at_start.values():
+            assert types[0] == "metadata"
+            assert types[-1] in {"metadata", "node_end"}
+        assert seen_at_start[("execute", 1)][-2:] == ["plan", "node_end"]
+        trace = researcher.get_trace(result.run_id)
+        assert [e.seq for e in trace] == list(range(1, len(trace) + 1))
+        assert trace[-1].type == "node_end" and trace[-1].node == "synthesize"
+    finally:
+        await researcher.aclose()
+
+
+def test_pool_items_are_validated_once_while_the_state_holds_them() -> None:
+    item = {
+        "id": "d#0",
+        "doc_id": "d",
+        "title": "T",
+        "text": "x",
+        "score": 1.0,
+        "source": "wiki",
+        "timestamp": "2024-01-01T00:00:00Z",
+        "locator": {"doc_id": "d", "chunk_id": "d#0"},
+    }
+    other = {**item, "id": "e#0", "doc_id": "e", "locator": {"doc_id": "e", "chunk_id": "e#0"}}
+    state: Any = {"pool": {"d#0": item, "e#0": other}, "ranking": [{"id": "e#0", "score": 1}]}
+    cache: dict[str, Any] = {}
+    first = pool_ranked(state, cache)
+    assert [e.id for e in first] == ["e#0", "d#0"]
+    again = pool_ranked(state, cache)
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    # An item found again is a new dict (merged provenance): it is validated afresh.
+    state["pool"]["d#0"] = {**item, "score": 2.0}
+    third = pool_ranked(state, cache)
+    assert third[0] is first[0] and third[1] is not first[1] and third[1].score == 2.0
+    assert [e.model_dump() for e in pool_ranked(state)] == [e.model_dump() for e in third]
+
+
+def test_memoised_text_functions_return_fresh_lists() -> None:
+    text = "Tim Burton's films. Ed Wood (1994) was directed by Tim Burton!"
+    first = terms(text)
+    assert first == ["tim", "burton", "film", "ed", "wood", "1994", "directed"]
+    first.append("mutated")
+    assert terms(text) == ["tim", "burton", "film", "ed", "wood", "1994", "directed"]
+    for fn in (words, sentences, proper_phrases):
+        out = fn(text)
+        out.clear()
+        assert fn(text)
+    assert proper_phrases(text) == ["Tim Burton's", "Ed Wood", "Tim Burton"]
+
+
+def test_the_memoised_title_index_answers_like_the_plain_one() -> None:
+    titles = ["Ed Wood (film)", "Tim Burton", "Tim", "Ledger runbook"]
+    plain, memo = TitleIndex(titles), _MemoTitleIndex(titles)
+    text = "Tim Burton directed Ed Wood; the Ledger runbook names Tim Burton again."
+    for exclude in (frozenset(), {"Tim Burton"}):
+        assert memo.mentions(text, exclude) == plain.mentions(text, exclude)
+        assert memo.mentions(text, exclude) == plain.mentions(text, exclude)  # from the memo
+    found = memo.mentions(text)
+    found.clear()
+    assert memo.mentions(text) == plain.mentions(text)
+
+
+async def test_checkpoints_written_on_the_loop_are_read_by_langgraphs_async_saver(
+    tmp_path: Path,
+) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    researcher = Researcher(
+        corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+    )
+    try:
+        result = await researcher.run(QUESTION, Caller(), RunOptions(), run_id="run-1")
+    finally:
+        await researcher.aclose()
+    db = sqlite3.connect(tmp_path / "runs.sqlite")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "runs.sqlite")) as saver:
+        saved = await saver.aget_tuple({"configurable": {"thread_id": "run-1"}})
+    assert saved is not None
+    assert saved.checkpoint["channel_values"]["result"]["answer"] == result.answer

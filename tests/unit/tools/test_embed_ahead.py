@@ -1,0 +1,130 @@
+"""A round's searches embed their queries in one batch, ahead of the searches, and find
+exactly what they find when each embeds its own (fake engines, no models)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+from retrieval.engines.base import Hit, SearchFilter
+from retrieval.pipeline import hybrid_search
+from retrieval.search_models import SearchOptions
+from tools.context import ToolContext
+from tools.executor import ToolCall, ToolExecutor
+from tools.testing import memory_search, passage
+
+PUBLIC = SearchFilter.for_groups([])
+RECORDS = [
+    passage("a", "Ed Wood (film)", "Ed Wood is a 1994 film directed by Tim Burton."),
+    passage("b", "Tim Burton", "Tim Burton is an American filmmaker."),
+    passage("c", "Cafeteria", "The cafeteria opens at eight."),
+]
+
+
+class Embedder:
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[list[str]] = []
+        self.fail = fail
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        if self.fail:
+            self.fail = False  # the batch fails; a search's own encode then works
+            raise RuntimeError("encoder busy")
+        return [[float(len(t)), float(sum(map(ord, t)) % 7)] for t in texts]
+
+
+class Lexical:
+    def search(self, query: str, k: int, flt: SearchFilter) -> list[Hit]:
+        words = set(query.casefold().split())
+        scored = [(len(words & set(r.text.casefold().split())), r) for r in RECORDS]
+        ranked = [r for s, r in sorted(scored, key=lambda x: (-x[0], x[1].id)) if s]
+        return [Hit(record=r, score=1.0 / (n + 1), rank=n + 1) for n, r in enumerate(ranked[:k])]
+
+
+class Dense:
+    def __init__(self) -> None:
+        self.vectors: list[list[float]] = []
+
+    def search(self, vector: Sequence[float], k: int, flt: SearchFilter) -> list[Hit]:
+        self.vectors.append(list(vector))
+        # The order depends on the vector: a wrong vector would show in the results.
+        start = int(vector[0] + vector[1]) % len(RECORDS)
+        ranked = RECORDS[start:] + RECORDS[:start]
+        return [Hit(record=r, score=1.0 / (n + 1), rank=n + 1) for n, r in enumerate(ranked[:k])]
+
+
+class Store:
+    def __init__(self, fail: bool = False) -> None:
+        self.lexical, self.dense, self.embedder = Lexical(), Dense(), Embedder(fail)
+        self.settings = SimpleNamespace(rerank_model=None)
+
+    def corpus_size(self) -> int:
+        return len(RECORDS)
+
+
+QUERIES = ["Who directed Ed Wood?", " Tim Burton filmmaker ", "cafeteria hours"]
+
+
+def _searches() -> list[ToolCall]:
+    return [ToolCall(tool="search_knowledge", args={"query": q, "k": 3}) for q in QUERIES]
+
+
+async def _one_by_one() -> list[list[str]]:
+    store = Store()
+    out = []
+    for q in QUERIES:
+        result = await hybrid_search(store, q, PUBLIC, SearchOptions(k=3))
+        out.append([h.id for h in result.hits])
+    assert len(store.embedder.calls) == len(QUERIES)
+    return out
+
+
+async def test_a_rounds_searches_embed_in_one_batch_and_find_the_same() -> None:
+    store = Store()
+    outcomes = await ToolExecutor().run(_searches(), ToolContext(store=store, flt=PUBLIC), 1)
+    assert all(o.ok for o in outcomes)
+    assert store.embedder.calls == [[q.strip() for q in QUERIES]]  # one call, as stripped
+    assert [[e.id for e in o.evidence] for o in outcomes] == await _one_by_one()
+
+
+async def test_planned_searches_are_embedded_once_even_when_run_later() -> None:
+    store = Store()
+    ctx = ToolContext(store=store, flt=PUBLIC)
+    executor = ToolExecutor()
+    executor.embed_ahead(_searches()[:2], ctx)  # as the plan node does
+    outcomes = await executor.run(_searches(), ctx, 1)
+    assert all(o.ok for o in outcomes)
+    assert store.embedder.calls == [[q.strip() for q in QUERIES[:2]], [QUERIES[2]]]
+
+
+async def test_a_failed_batch_leaves_each_search_to_embed_its_own_query() -> None:
+    store = Store(fail=True)
+    outcomes = await ToolExecutor().run(_searches(), ToolContext(store=store, flt=PUBLIC), 1)
+    assert all(o.ok for o in outcomes)
+    assert not any("dense" in w for o in outcomes for w in o.warnings)
+    assert len(store.embedder.calls) == 1 + len(QUERIES)
+    assert [[e.id for e in o.evidence] for o in outcomes] == await _one_by_one()
+
+
+async def test_a_swapped_search_function_is_left_to_embed_as_it_likes() -> None:
+    from tools.testing import MemoryStore
+
+    store: Any = MemoryStore(RECORDS)
+    store.embedder = Embedder()
+    ctx = ToolContext(store=store, flt=PUBLIC, search_fn=memory_search)
+    outcomes = await ToolExecutor().run(_searches(), ctx, 1)
+    assert all(o.ok for o in outcomes)
+    assert store.embedder.calls == []
+
+
+async def test_hybrid_search_embeds_itself_when_no_vector_was_computed_ahead() -> None:
+    store = Store()
+
+    async def nothing_ahead() -> None:
+        return None
+
+    result = await hybrid_search(store, QUERIES[0], PUBLIC, query_vector=nothing_ahead)
+    assert store.embedder.calls == [[QUERIES[0]]]
+    assert result.hits
