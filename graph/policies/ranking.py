@@ -20,7 +20,7 @@ _SEARCH_HOP_TRUST = 0.7  # a search hop's link strength relative to opening a na
 _CHAIN_SHARE = 0.2  # share kept for followed hops' best passages and their parents
 # A hop's basis that was itself reached by a hop vouches for less: each hop further from
 # the question discounts the link again (a page named by a page named by a hit is weak).
-_DEPTH_DECAY = 0.65
+_DEPTH_DECAY = 0.75
 _CORROBORATION = 0.1  # per further distinct call that found the same passage
 _MAX_CORROBORATION = 3
 

@@ -76,14 +76,15 @@ def _lookup(parent: str, round_no: int = 2, lead: int = 0) -> Provenance:
 
 
 def test_each_hop_further_from_the_question_vouches_for_less() -> None:
-    # The first name in a page that was itself opened by a hop stands two hops from the
-    # question; the second name in a direct hit stands one. The nearer link wins.
+    # A page opened from a page that was itself opened by a hop stands two hops from the
+    # question; the best search beside a direct hit's name stands one. Though a search hop
+    # is the weaker kind of link, the nearer one wins.
     hit = _ev("hit", "Blue Harbour was written by Ana Lind.", _search(1))
     near = _ev("near", "Ana Lind was born in Tarnow.", _lookup("hit#0"))
     far = _ev("far", "Tarnow lies on the Dunajec.", _lookup("near#0", round_no=3))
-    second = _ev("second", "Tarnow lies on the Dunajec.", _lookup("hit#0", lead=1))
-    scores = dict(rank_pool(QUESTION, [hit, near, far, second], titles=None, budget=10))
-    assert scores["second#0"] > scores["far#0"]
+    beside = _ev("beside", "Tarnow lies on the Dunajec.", _search(1, parent="hit#0", round_no=2))
+    scores = dict(rank_pool(QUESTION, [hit, near, far, beside], titles=None, budget=10))
+    assert scores["beside#0"] > scores["far#0"]
 
 
 def test_a_passage_that_several_calls_found_gains() -> None:
