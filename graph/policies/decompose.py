@@ -274,6 +274,17 @@ def innermost(question: str, titles: TitleIndex | None) -> SubQuestion | None:
     return SubQuestion(question, o.start, end, o.head, query)
 
 
+def holds_names(sub: SubQuestion, e: Evidence, titles: TitleIndex | None) -> bool:
+    """Whether a passage mentions every name the description holds."""
+    have = set(terms(f"{e.title} {e.text}"))
+    for s in anchors(sub.question, titles):
+        if s.start >= sub.start and s.end <= sub.end:
+            need = set(terms(sub.question[s.start : s.end]))
+            if need and not need <= have:
+                return False
+    return True
+
+
 def candidates(
     sub: SubQuestion,
     passages: list[Evidence],
@@ -301,6 +312,10 @@ def candidates(
     scored: dict[str, tuple[float, str, Evidence]] = {}
     for rank, e in enumerate(passages):
         weight = 1.0 / (1 + 1.5 * rank)
+        # A passage that lacks one of the description's own names is about something
+        # else (another incident, a namesake): its names are weaker leads.
+        if not holds_names(sub, e, titles):
+            weight *= 0.25
         for name, dist in _names_by_distance(e, sub_terms, titles, rank):
             fold = name.casefold()
             if len(name) < 3 or fold in q_fold or fold in STOPWORDS or _date_like(name):
@@ -391,10 +406,17 @@ def _names_by_distance(
             continue
         d = min(min(abs(a - s), abs(a - (s + len(n) - 1))) for s in starts for a in at)
         out.append((name, d))
+    seen = {n for n, _ in out}
+    subject = OWN_TITLE_DISTANCE // 2 if rank == 0 else OWN_TITLE_DISTANCE
     if own and own not in names:
         # The best passage's page is the likeliest answer ("the repository defining X"
         # finds the repository's page first).
-        out.append((own, OWN_TITLE_DISTANCE // 2 if rank == 0 else OWN_TITLE_DISTANCE))
+        out.append((own, subject))
+    # Pages the passage's own title names ("Postmortem INC-1: tracking-ingest outage" is
+    # about tracking-ingest).
+    for t in named_titles(e.title, titles, exclude={e.title}):
+        if t not in seen and base_title(t).casefold() not in STOPWORDS:
+            out.append((t, subject))
     return out
 
 

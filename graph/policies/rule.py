@@ -14,7 +14,7 @@ from typing import Any
 
 from graph.extractive import extractive_answer, salient_terms
 from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
-from graph.policies.decompose import candidates, innermost
+from graph.policies.decompose import candidates, holds_names, innermost
 from graph.policies.ranking import rank_pool
 from graph.text import STOPWORDS, instruction_like, proper_phrases, stem, terms, words
 from tools.evidence import Evidence
@@ -214,6 +214,15 @@ class RulePolicy:
             # Passages that talk like instructions are read, never followed.
             found = [e for e in self._found_by(view, sub.query) if not instruction_like(e.text)]
             found = found[:CHAIN_PASSAGES]
+            if not any(holds_names(sub, e, view.titles) for e in found):
+                # None of them names what the description names: the best pool passage
+                # that does (found by the question's own search, say) leads instead.
+                named = [
+                    e
+                    for e in view.ranked[: view.options.budget]
+                    if holds_names(sub, e, view.titles) and not instruction_like(e.text)
+                ]
+                found = [*named[:1], *found][:CHAIN_PASSAGES]
             for lead, (entity, e) in enumerate(candidates(sub, found, view.titles, beam)):
                 rewritten = sub.substitute(entity)
                 nxt = innermost(rewritten, view.titles)

@@ -140,3 +140,12 @@ async def test_the_rule_policy_searches_the_question_rewritten_with_the_bridge(
     assert "county where Copake Lake is located" in searches
     assert any(q.startswith("What is the seat of Columbia County") for q in searches)
     assert {"wiki:lake", "wiki:columbia"} <= {e.doc_id for e in result.evidence}
+
+
+def test_a_passage_about_something_else_is_a_weaker_lead() -> None:
+    sub = innermost("Which team does the incident commander of INC-31 belong to?", None)
+    assert sub is not None
+    other = _ev("Postmortem INC-44", "Incident commander: Gideon Mensah. Root cause: a backlog.")
+    right = _ev("Postmortem INC-31", "INC-31 was led by incident commander Nora Lindgren.")
+    names = [n for n, _ in candidates(sub, [other, right], None, 2)]
+    assert names[0] == "Nora Lindgren"
