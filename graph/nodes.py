@@ -111,18 +111,13 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
         warnings += step.warnings
     else:
         calls = [ToolCall.model_validate(c) for c in state.get("next_calls") or []]
-    done = set(state.get("done_calls") or [])
-    fresh: list[ToolCall] = []
-    for call in calls:
-        if call.key() not in done and call.key() not in {c.key() for c in fresh}:
-            fresh.append(call)
-    remaining = opts.max_tool_calls - state.get("tool_calls", 0)
-    if len(fresh) > remaining:
-        fresh = fresh[: max(remaining, 0)]
+    fresh, skipped = _fresh_calls(state, opts, calls)
+    if skipped:
         update["bound_hit"] = "max_tool_calls"
         warnings.append(f"max_tool_calls ({opts.max_tool_calls}) reached: some calls were skipped")
     update["plan"] = [c.model_dump() for c in fresh]
-    # The round's searches start embedding their queries now, while the step is saved.
+    # The round's searches start embedding their queries now (no-op for those assess
+    # started), while the step is saved.
     ctx.executor.embed_ahead(fresh, ctx.tools)
     update["warnings"] = warnings
     await ctx.sink.emit(
@@ -133,6 +128,22 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
     )
     update["_summary"] = {"calls": len(fresh)}
     return update
+
+
+def _fresh_calls(
+    state: ResearchState, opts: RunOptions, calls: list[ToolCall]
+) -> tuple[list[ToolCall], bool]:
+    """The calls a round runs: not made before, no repeats, within max_tool_calls (and
+    whether some were cut for it)."""
+    done = set(state.get("done_calls") or [])
+    fresh: list[ToolCall] = []
+    for call in calls:
+        if call.key() not in done and call.key() not in {c.key() for c in fresh}:
+            fresh.append(call)
+    remaining = opts.max_tool_calls - state.get("tool_calls", 0)
+    if len(fresh) > remaining:
+        return fresh[: max(remaining, 0)], True
+    return fresh, False
 
 
 def route_after_plan(state: ResearchState) -> Literal["execute", "synthesize"]:
@@ -268,6 +279,10 @@ async def assess(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str
             update["warnings"].append(
                 f"stopped at bound {bound}: answering from the evidence gathered so far"
             )
+    if verdict.decision != "enough" and bound is None and not state.get("bound_hit"):
+        # The next round is decided: its searches start embedding their queries now, not
+        # after this step is saved and the next one planned (plan runs exactly these).
+        ctx.executor.embed_ahead(_fresh_calls(state, opts, verdict.next_calls)[0], ctx.tools)
     await ctx.sink.emit(
         "round",
         node="assess",

@@ -146,3 +146,42 @@ async def test_checkpoints_written_on_the_loop_are_read_by_langgraphs_async_save
         saved = await saver.aget_tuple({"configurable": {"thread_id": "run-1"}})
     assert saved is not None
     assert saved.checkpoint["channel_values"]["result"]["answer"] == result.answer
+
+
+async def test_the_next_rounds_searches_are_embedded_from_assess_exactly_as_planned(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    from tools.executor import ToolExecutor
+
+    log: list[tuple[str, Any]] = []
+    real = ToolExecutor.embed_ahead
+
+    def recording(self: ToolExecutor, calls: list[Any], ctx: Any) -> None:
+        log.append(("embed", [c.key() for c in calls]))
+        real(self, calls, ctx)
+
+    async def on_event(event: TraceEvent) -> None:
+        if event.type == "node_start":
+            log.append((f"start {event.node}", event.round))
+        if event.type == "plan":
+            keys = [
+                f"{c['tool']}:{c['args'].get('name') or c['args'].get('query')}"
+                for c in event.data["calls"]
+            ]
+            log.append(("plan", [k.casefold() for k in keys]))
+
+    monkeypatch.setattr(ToolExecutor, "embed_ahead", recording)
+    researcher = Researcher(
+        corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+    )
+    try:
+        result = await researcher.run(QUESTION, Caller(), RunOptions(), on_event=on_event)
+    finally:
+        await researcher.aclose()
+    assert result.rounds >= 2
+    for n, (kind, value) in enumerate(log):
+        if kind == "start plan" and value >= 2:
+            # Between the previous assess's start and this plan: the very calls planned.
+            before = log[max(i for i in range(n) if log[i][0] == "start assess") : n]
+            planned = next(v for k, v in log[n:] if k == "plan")
+            assert ("embed", planned) in before
