@@ -274,9 +274,12 @@ def innermost(question: str, titles: TitleIndex | None) -> SubQuestion | None:
     return SubQuestion(question, o.start, end, o.head, query)
 
 
-def holds_names(sub: SubQuestion, e: Evidence, titles: TitleIndex | None) -> bool:
-    """Whether a passage mentions every name the description holds."""
-    have = set(terms(f"{e.title} {e.text}"))
+def holds_names(
+    sub: SubQuestion, e: Evidence, titles: TitleIndex | None, in_title: bool = False
+) -> bool:
+    """Whether a passage (or, ``in_title``, its title) mentions every name the
+    description holds."""
+    have = set(terms(e.title if in_title else f"{e.title} {e.text}"))
     for s in anchors(sub.question, titles):
         if s.start >= sub.start and s.end <= sub.end:
             need = set(terms(sub.question[s.start : s.end]))

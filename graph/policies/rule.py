@@ -214,6 +214,15 @@ class RulePolicy:
             # Passages that talk like instructions are read, never followed.
             found = [e for e in self._found_by(view, sub.query) if not instruction_like(e.text)]
             found = found[:CHAIN_PASSAGES]
+            # The page of what the description names ("ticket TRK-311") states its
+            # relations: it leads, wherever the searches ranked it.
+            own_page = [
+                e
+                for e in view.ranked[: view.options.budget]
+                if holds_names(sub, e, view.titles, in_title=True) and not instruction_like(e.text)
+            ]
+            if own_page and own_page[0] not in found:
+                found = [own_page[0], *found][:CHAIN_PASSAGES]
             if not any(holds_names(sub, e, view.titles) for e in found):
                 # None of them names what the description names: the best pool passage
                 # that does (found by the question's own search, say) leads instead.
