@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,18 +34,148 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 log = logging.getLogger(__name__)
 
 
+_BLOBS = """
+CREATE TABLE IF NOT EXISTS checkpoint_blobs (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL,
+    version TEXT NOT NULL,
+    type TEXT NOT NULL,
+    blob BLOB,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+)
+"""
+_KNOWN_THREADS = 256  # threads whose stored channel versions are remembered
+
+
 class LoopSqliteSaver(SqliteSaver):
-    """LangGraph's SQLite saver, its async methods run straight on the event loop.
+    """LangGraph's SQLite saver, its async methods run straight on the event loop, each
+    channel value stored once per version.
 
     A checkpoint write is one small WAL commit (no fsync): well under a millisecond, less
     than the several thread hand-offs (execute, commit, cursor close) ``AsyncSqliteSaver``
     makes through aiosqlite's worker for every write, each a wait for a scheduler slot on
     a busy machine. The graph runs with ``durability="sync"``, so each super-step waits
-    for its checkpoint either way: here the wait is the write itself. Same tables as
-    ``AsyncSqliteSaver`` (a file written by one is read by the other). The trade-off: a
+    for its checkpoint either way: here the wait is the write itself. The trade-off: a
     write that waits for another process's write lock (``busy_timeout``) holds the loop;
     writers hold that lock for a commit's length.
+
+    ``SqliteSaver`` writes every channel's value into every checkpoint: the whole evidence
+    pool again at each of a run's ~20 super-steps, though only fuse changes it. Here, as
+    LangGraph's Postgres saver does, a channel's value is written once per version (table
+    ``checkpoint_blobs``, in the same transaction as its checkpoint) and a checkpoint row
+    keeps its channel versions only; reading puts the values back. Rows written with the
+    values inline (by ``AsyncSqliteSaver``, before this saver) are read as they are, and a
+    run resumed from one stores its values on its next checkpoint.
     """
+
+    def setup(self) -> None:
+        if self.is_setup:
+            return
+        super().setup()
+        self.conn.execute(_BLOBS)
+        self.conn.commit()
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        thread = (str(config["configurable"]["thread_id"]), config["configurable"]["checkpoint_ns"])
+        known = self._stored_versions(thread)
+        versions = checkpoint["channel_versions"]
+        rows = [
+            (*thread, channel, str(versions[channel]), *self.serde.dumps_typed(value))
+            for channel, value in checkpoint["channel_values"].items()
+            if channel in versions and (channel, str(versions[channel])) not in known
+        ]
+        inline = {c: v for c, v in checkpoint["channel_values"].items() if c not in versions}
+        with self.cursor(transaction=False) as cur:  # committed with the checkpoint below
+            cur.executemany(
+                "INSERT OR REPLACE INTO checkpoint_blobs "
+                "(thread_id, checkpoint_ns, channel, version, type, blob) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        saved = super().put(
+            config, {**checkpoint, "channel_values": inline}, metadata, new_versions
+        )
+        known.update((row[2], row[3]) for row in rows)
+        return saved
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        found = super().get_tuple(config)
+        return self._with_values(found) if found is not None else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        # Read the rows first: the parent's generator holds the saver's lock between items.
+        for found in [*super().list(config, filter=filter, before=before, limit=limit)]:
+            yield self._with_values(found)
+
+    def delete_thread(self, thread_id: str) -> None:
+        super().delete_thread(thread_id)
+        with self.cursor() as cur:
+            cur.execute("DELETE FROM checkpoint_blobs WHERE thread_id = ?", (str(thread_id),))
+        for key in [k for k in self._known if k[0] == str(thread_id)]:
+            del self._known[key]
+
+    # -- internals --
+
+    @property
+    def _known(self) -> dict[tuple[str, str], set[tuple[str, str]]]:
+        known = self.__dict__.get("_known_versions")
+        if known is None:
+            known = self.__dict__["_known_versions"] = {}
+        return known  # type: ignore[no-any-return]
+
+    def _stored_versions(self, thread: tuple[str, str]) -> set[tuple[str, str]]:
+        """(channel, version) pairs of this thread already in checkpoint_blobs."""
+        known = self._known.get(thread)
+        if known is None:
+            with self.cursor(transaction=False) as cur:
+                cur.execute(
+                    "SELECT channel, version FROM checkpoint_blobs "
+                    "WHERE thread_id = ? AND checkpoint_ns = ?",
+                    thread,
+                )
+                known = {(c, v) for c, v in cur.fetchall()}
+            if len(self._known) >= _KNOWN_THREADS:
+                del self._known[next(iter(self._known))]  # the oldest
+            self._known[thread] = known
+        return known
+
+    def _with_values(self, found: CheckpointTuple) -> CheckpointTuple:
+        checkpoint = found.checkpoint
+        values = dict(checkpoint["channel_values"])
+        missing = [
+            (c, str(v)) for c, v in checkpoint["channel_versions"].items() if c not in values
+        ]
+        if not missing:
+            return found
+        thread = (
+            str(found.config["configurable"]["thread_id"]),
+            found.config["configurable"].get("checkpoint_ns", ""),
+        )
+        with self.cursor(transaction=False) as cur:
+            for channel, version in missing:
+                cur.execute(
+                    "SELECT type, blob FROM checkpoint_blobs WHERE thread_id = ? "
+                    "AND checkpoint_ns = ? AND channel = ? AND version = ?",
+                    (*thread, channel, version),
+                )
+                row = cur.fetchone()
+                if row is not None:
+                    values[channel] = self.serde.loads_typed((row[0], row[1]))
+        return found._replace(checkpoint={**checkpoint, "channel_values": values})
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)

@@ -127,25 +127,60 @@ def test_the_memoised_title_index_answers_like_the_plain_one() -> None:
     assert memo.mentions(text) == plain.mentions(text)
 
 
-async def test_checkpoints_written_on_the_loop_are_read_by_langgraphs_async_saver(
-    tmp_path: Path,
-) -> None:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
+async def test_each_channel_value_is_checkpointed_once_per_version(tmp_path: Path) -> None:
     researcher = Researcher(
         corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
     )
     try:
         result = await researcher.run(QUESTION, Caller(), RunOptions(), run_id="run-1")
+        graph = await researcher._graph()
+        state = await graph.aget_state({"configurable": {"thread_id": "run-1"}})
     finally:
         await researcher.aclose()
+    # Read back whole: the pool, the ranking, the result.
+    assert set(state.values["pool"]) >= {e.id for e in result.evidence}
+    assert state.values["result"]["answer"] == result.answer
     db = sqlite3.connect(tmp_path / "runs.sqlite")
+    checkpoints = db.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
+    pools = db.execute("SELECT COUNT(*) FROM checkpoint_blobs WHERE channel = 'pool'").fetchone()[0]
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
-    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "runs.sqlite")) as saver:
-        saved = await saver.aget_tuple({"configurable": {"thread_id": "run-1"}})
-    assert saved is not None
-    assert saved.checkpoint["channel_values"]["result"]["answer"] == result.answer
+    assert pools == result.rounds < checkpoints  # once per round (fuse), not per step
+
+
+async def test_a_run_checkpointed_with_values_inline_is_read_and_continued(
+    tmp_path: Path,
+) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from graph.checkpoints import LoopSqliteSaver
+
+    path = tmp_path / "runs.sqlite"
+    config: Any = {"configurable": {"thread_id": "old", "checkpoint_ns": ""}}
+    first = empty_checkpoint()
+    first["channel_values"] = {"question": "q?", "pool": {"a#0": {"id": "a#0"}}}
+    first["channel_versions"] = {"question": "1", "pool": "1"}
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as old:  # every value inline
+        saved = await old.aput(config, first, {}, {"question": "1", "pool": "1"})
+    saver = LoopSqliteSaver(sqlite3.connect(path, check_same_thread=False))
+    read = saver.get_tuple(config)
+    assert read is not None and read.checkpoint["channel_values"] == first["channel_values"]
+    # Continued: only the round changed; the old values are stored apart on the way.
+    second = empty_checkpoint()
+    second["channel_values"] = {**first["channel_values"], "round": 2}
+    second["channel_versions"] = {**first["channel_versions"], "round": "2"}
+    saver.put(saved, second, {}, {"round": "2"})
+    fresh = LoopSqliteSaver(sqlite3.connect(path))
+    latest = fresh.get_tuple({"configurable": {"thread_id": "old"}})
+    assert latest is not None and latest.checkpoint["channel_values"] == second["channel_values"]
+    history = list(fresh.list({"configurable": {"thread_id": "old"}}))
+    assert [h.checkpoint["channel_values"] for h in history] == [
+        second["channel_values"],
+        first["channel_values"],
+    ]
+    inline = sqlite3.connect(path).execute("SELECT COUNT(*) FROM checkpoint_blobs").fetchone()
+    assert inline[0] == 3  # question, pool (moved out of line) and round
 
 
 async def test_the_next_rounds_searches_are_embedded_from_assess_exactly_as_planned(
