@@ -70,6 +70,8 @@ class ToolContext:
         if not texts:
             return
         batch = asyncio.get_running_loop().run_in_executor(None, embedder.encode, texts)
+        # A failed batch no search awaits (the run ended first) is not an unretrieved error.
+        batch.add_done_callback(lambda f: f.cancelled() or f.exception())
         for i, text in enumerate(texts):
             self._vectors[text] = (batch, i)
 
