@@ -40,7 +40,7 @@ ENTITIES_PER_PASSAGE = 1
 TOP_FOR_HOPS = 4
 FRONTIER_HOPS = 3  # passages reached by the last round's hops whose mentions are followed
 OWN_PAGE_LOOKUPS = 2  # top direct hits whose page is searched for its best section
-CHAINED_HOP_LOOKUPS = 3  # mention lookups beside a decomposition's own next hop
+CHAINED_HOP_LOOKUPS = 1  # mention lookups beside a decomposition's own next hop
 CHAIN_BEAM = 2  # bridge entities followed for the first hop of a decomposed question
 CHAIN_PASSAGES = 3  # passages of a sub-question's search that the bridge is read from
 
