@@ -7,11 +7,13 @@ including ACL filtering, so permission tests mean something at this level too.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from retrieval.engines.base import SearchFilter
 from retrieval.records import PUBLIC_GROUP, Meta, Record
 from retrieval.search_models import Locator, RankedItem, SearchHit, SearchOptions, SearchResult
+from tools.evidence import Evidence, Provenance
 from tools.titles import base_title, tokens
 
 _STOP = frozenset(
@@ -153,4 +155,36 @@ def passage(
             Meta.CHUNK_INDEX: index,
             Meta.ACL: acl or [PUBLIC_GROUP],
         },
+    )
+
+
+def evidence(doc: str, text: str, *provenance: Provenance) -> Evidence:
+    """One evidence item titled like its document (``doc#0``), for policy and ranking tests."""
+    return Evidence(
+        id=f"{doc}#0",
+        doc_id=doc,
+        title=doc,
+        text=text,
+        score=1.0,
+        source="wiki",
+        timestamp=datetime(2026, 1, 1, tzinfo=UTC),
+        locator=Locator(doc_id=doc, chunk_id=f"{doc}#0"),
+        provenance=list(provenance),
+    )
+
+
+LEDGER_QUESTION = "Which team does the engineer who wrote the Ledger runbook lead?"
+
+
+def ledger_corpus(*extra: Record) -> MemoryStore:
+    """A two-hop corpus: the runbook names its author, the author's page names the team."""
+    return MemoryStore(
+        [
+            passage(
+                "runbook", "Ledger runbook", "The Ledger runbook was written by engineer Dana Ruiz."
+            ),
+            passage("dana", "Dana Ruiz", "Dana Ruiz heads the Payments Platform group."),
+            passage("noise", "Cafeteria", "The cafeteria opens at eight."),
+            *extra,
+        ]
     )

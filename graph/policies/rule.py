@@ -128,6 +128,12 @@ def _trim_known(phrase: str, q_terms: set[str]) -> str:
     return " ".join(parts)
 
 
+def _add_new(calls: list[ToolCall], call: ToolCall, done: set[str]) -> None:
+    """Queue ``call`` unless an earlier round ran it or this round already has it."""
+    if call.key() not in done and call not in calls:
+        calls.append(call)
+
+
 class RulePolicy:
     name = "rule"
 
@@ -243,8 +249,7 @@ class RulePolicy:
                         parent=e.id,
                         lead=lead,
                     )
-                    if call.key() not in view.done_calls and call not in calls:
-                        calls.append(call)
+                    _add_new(calls, call, view.done_calls)
                 queries = [rewritten] + ([nxt.query] if nxt is not None else [])
                 for query in queries:
                     call = ToolCall(
@@ -254,8 +259,7 @@ class RulePolicy:
                         parent=e.id,
                         lead=lead,
                     )
-                    if call.key() not in view.done_calls and call not in calls:
-                        calls.append(call)
+                    _add_new(calls, call, view.done_calls)
                 if nxt is not None and rewritten not in still_open:
                     still_open.append(rewritten)
         return calls, still_open
@@ -316,8 +320,7 @@ class RulePolicy:
                     parent=e.id,
                     lead=lead,
                 )
-                if call.key() not in view.done_calls and call not in calls:
-                    calls.append(call)
+                _add_new(calls, call, view.done_calls)
         # The best direct hits' own pages: the section that holds what is still missing
         # (a page matched on its intro keeps the fact in a later section).
         if missing:
@@ -330,8 +333,7 @@ class RulePolicy:
                     parent=e.id,
                     lead=0,
                 )
-                if call.key() not in view.done_calls and call not in calls:
-                    calls.append(call)
+                _add_new(calls, call, view.done_calls)
         # Missing terms: search them beside the bridge entities of the best passages (the
         # names a passage mentions next to the question's own words). A decomposed
         # question searches its next sub-question instead.
@@ -347,8 +349,7 @@ class RulePolicy:
                         parent=e.id,
                         lead=lead,
                     )
-                    if call.key() not in view.done_calls and call not in calls:
-                        calls.append(call)
+                    _add_new(calls, call, view.done_calls)
         if not calls:
             reason = "all question terms covered" if not missing else "no new leads"
             return AssessStep(Verdict(decision="enough", reason=reason, missing=missing))

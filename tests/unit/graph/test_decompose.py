@@ -3,29 +3,13 @@ entity read off the passages found for it, and the shorter question that results
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 from graph.models import Caller, RunOptions
 from graph.policies.decompose import candidates, innermost
 from graph.runner import Researcher
-from retrieval.search_models import Locator
-from tools.evidence import Evidence
-from tools.testing import MemoryStore, memory_search, passage
+from tools.testing import MemoryStore, evidence, memory_search, passage
 from tools.titles import TitleIndex
-
-
-def _ev(title: str, text: str) -> Evidence:
-    return Evidence(
-        id=f"{title}#0",
-        doc_id=title,
-        title=title,
-        text=text,
-        score=1.0,
-        source="wiki",
-        timestamp=datetime(2026, 1, 1, tzinfo=UTC),
-        locator=Locator(doc_id=title, chunk_id=f"{title}#0"),
-    )
 
 
 def test_a_relative_clause_is_the_first_hop_and_its_answer_shortens_the_question() -> None:
@@ -82,7 +66,7 @@ def test_a_one_hop_question_has_no_sub_question() -> None:
 def test_the_bridge_is_the_name_of_the_kind_asked_for_next_to_the_descriptions_words() -> None:
     sub = innermost("What is the seat of the county where Van Hook Township is located?", None)
     assert sub is not None
-    page = _ev(
+    page = evidence(
         "Van Hook Township",
         "Van Hook Township is a township in Mountrail County, North Dakota, United States.",
     )
@@ -92,7 +76,7 @@ def test_the_bridge_is_the_name_of_the_kind_asked_for_next_to_the_descriptions_w
 def test_a_person_is_read_off_for_a_description_of_a_person() -> None:
     sub = innermost("Who is the employer of the physicist who Mach number is named after?", None)
     assert sub is not None
-    page = _ev(
+    page = evidence(
         "Mach number",
         "The Mach number is named after Austrian physicist and philosopher Ernst Mach, and is "
         "a designation proposed by aeronautical engineer Jakob Ackeret.",
@@ -104,7 +88,7 @@ def test_a_person_is_read_off_for_a_description_of_a_person() -> None:
 def test_field_labels_and_the_questions_own_names_are_not_bridges() -> None:
     sub = innermost("Who leads the team that owns the repository defining the FLAG_X flag?", None)
     assert sub is not None
-    page = _ev(
+    page = evidence(
         "eta-predictor",
         "| Variable | Default | Meaning |\n|---|---|---|\n| FLAG_X | v13 | the model served |",
     )
@@ -145,7 +129,9 @@ async def test_the_rule_policy_searches_the_question_rewritten_with_the_bridge(
 def test_a_passage_about_something_else_is_a_weaker_lead() -> None:
     sub = innermost("Which team does the incident commander of INC-31 belong to?", None)
     assert sub is not None
-    other = _ev("Postmortem INC-44", "Incident commander: Gideon Mensah. Root cause: a backlog.")
-    right = _ev("Postmortem INC-31", "INC-31 was led by incident commander Nora Lindgren.")
+    other = evidence(
+        "Postmortem INC-44", "Incident commander: Gideon Mensah. Root cause: a backlog."
+    )
+    right = evidence("Postmortem INC-31", "INC-31 was led by incident commander Nora Lindgren.")
     names = [n for n, _ in candidates(sub, [other, right], None, 2)]
     assert names[0] == "Nora Lindgren"

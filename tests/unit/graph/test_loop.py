@@ -12,26 +12,20 @@ from graph.nodes import route_after_assess, route_after_plan
 from graph.runner import Researcher
 from retrieval.engines.base import SearchFilter
 from tools.evidence import Evidence
-from tools.testing import MemoryStore, memory_search, passage
+from tools.testing import LEDGER_QUESTION, MemoryStore, ledger_corpus, memory_search, passage
 
-QUESTION = "Which team does the engineer who wrote the Ledger runbook lead?"
+QUESTION = LEDGER_QUESTION
 
 
 def corpus() -> MemoryStore:
-    return MemoryStore(
-        [
-            passage(
-                "runbook", "Ledger runbook", "The Ledger runbook was written by engineer Dana Ruiz."
-            ),
-            passage("dana", "Dana Ruiz", "Dana Ruiz heads the Payments Platform group."),
-            passage("noise", "Cafeteria", "The cafeteria opens at eight."),
-            passage(
-                "salaries",
-                "Salaries",
-                "The Ledger runbook author Dana Ruiz earns a secret amount.",
-                acl=["hr"],
-            ),
-        ]
+    """The ledger corpus plus an HR-only page the caller must never see."""
+    return ledger_corpus(
+        passage(
+            "salaries",
+            "Salaries",
+            "The Ledger runbook author Dana Ruiz earns a secret amount.",
+            acl=["hr"],
+        )
     )
 
 

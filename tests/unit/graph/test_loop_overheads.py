@@ -16,22 +16,10 @@ from graph.runner import Researcher
 from graph.text import proper_phrases, sentences, terms, words
 from graph.trace_store import TraceStore
 from tools.context import _MemoTitleIndex
-from tools.testing import MemoryStore, memory_search, passage
+from tools.testing import LEDGER_QUESTION, ledger_corpus, memory_search
 from tools.titles import TitleIndex
 
-QUESTION = "Which team does the engineer who wrote the Ledger runbook lead?"
-
-
-def corpus() -> MemoryStore:
-    return MemoryStore(
-        [
-            passage(
-                "runbook", "Ledger runbook", "The Ledger runbook was written by engineer Dana Ruiz."
-            ),
-            passage("dana", "Dana Ruiz", "Dana Ruiz heads the Payments Platform group."),
-            passage("noise", "Cafeteria", "The cafeteria opens at eight."),
-        ]
-    )
+QUESTION = LEDGER_QUESTION
 
 
 async def test_events_stream_at_once_and_are_stored_at_flush(tmp_path: Path) -> None:
@@ -54,7 +42,7 @@ async def test_events_stream_at_once_and_are_stored_at_flush(tmp_path: Path) -> 
 
 async def test_each_nodes_events_are_stored_when_the_node_ends(tmp_path: Path) -> None:
     researcher = Researcher(
-        corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
     )
     seen_at_start: dict[tuple[str | None, int], list[str]] = {}
 
@@ -129,7 +117,7 @@ def test_the_memoised_title_index_answers_like_the_plain_one() -> None:
 
 async def test_each_channel_value_is_checkpointed_once_per_version(tmp_path: Path) -> None:
     researcher = Researcher(
-        corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
     )
     try:
         result = await researcher.run(QUESTION, Caller(), RunOptions(), run_id="run-1")
@@ -207,7 +195,7 @@ async def test_the_next_rounds_searches_are_embedded_from_assess_exactly_as_plan
 
     monkeypatch.setattr(ToolExecutor, "embed_ahead", recording)
     researcher = Researcher(
-        corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
     )
     try:
         result = await researcher.run(QUESTION, Caller(), RunOptions(), on_event=on_event)

@@ -3,27 +3,11 @@ passage it was followed from hold their seats against near-duplicates of the fir
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from graph.policies.ranking import rank_pool
-from retrieval.search_models import Locator
 from tools.evidence import Evidence, Provenance
+from tools.testing import evidence
 
 QUESTION = "Which river flows through the birthplace of the author of Blue Harbour?"
-
-
-def _ev(doc: str, text: str, *provenance: Provenance) -> Evidence:
-    return Evidence(
-        id=f"{doc}#0",
-        doc_id=doc,
-        title=doc,
-        text=text,
-        score=1.0,
-        source="wiki",
-        timestamp=datetime(2026, 1, 1, tzinfo=UTC),
-        locator=Locator(doc_id=doc, chunk_id=f"{doc}#0"),
-        provenance=list(provenance),
-    )
 
 
 def _search(rank: int, parent: str | None = None, round_no: int = 1) -> Provenance:
@@ -33,13 +17,15 @@ def _search(rank: int, parent: str | None = None, round_no: int = 1) -> Provenan
 def _pool() -> list[Evidence]:
     # Eight passages that repeat the question's own words (the first hop, over and over)...
     echoes = [
-        _ev(f"echo{i}", "Blue Harbour is a novel; its author was born in a river town.", _search(i))
+        evidence(
+            f"echo{i}", "Blue Harbour is a novel; its author was born in a river town.", _search(i)
+        )
         for i in range(1, 8)
     ]
     # ...the passage that names the bridge entity, found low in the first search...
-    bridge = _ev("bridge", "Blue Harbour was written by Ana Lind.", _search(9))
+    bridge = evidence("bridge", "Blue Harbour was written by Ana Lind.", _search(9))
     # ...and the page of the bridge entity, opened by following that mention.
-    hop = _ev(
+    hop = evidence(
         "lind",
         "Ana Lind was born in Tarnow.",
         Provenance(round=2, tool="lookup_entity", query="Ana Lind", rank=1, parent="bridge#0"),
@@ -79,17 +65,19 @@ def test_each_hop_further_from_the_question_vouches_for_less() -> None:
     # A page opened from a page that was itself opened by a hop stands two hops from the
     # question; the best search beside a direct hit's name stands one. Though a search hop
     # is the weaker kind of link, the nearer one wins.
-    hit = _ev("hit", "Blue Harbour was written by Ana Lind.", _search(1))
-    near = _ev("near", "Ana Lind was born in Tarnow.", _lookup("hit#0"))
-    far = _ev("far", "Tarnow lies on the Dunajec.", _lookup("near#0", round_no=3))
-    beside = _ev("beside", "Tarnow lies on the Dunajec.", _search(1, parent="hit#0", round_no=2))
+    hit = evidence("hit", "Blue Harbour was written by Ana Lind.", _search(1))
+    near = evidence("near", "Ana Lind was born in Tarnow.", _lookup("hit#0"))
+    far = evidence("far", "Tarnow lies on the Dunajec.", _lookup("near#0", round_no=3))
+    beside = evidence(
+        "beside", "Tarnow lies on the Dunajec.", _search(1, parent="hit#0", round_no=2)
+    )
     scores = dict(rank_pool(QUESTION, [hit, near, far, beside], titles=None, budget=10))
     assert scores["beside#0"] > scores["far#0"]
 
 
 def test_a_passage_that_several_calls_found_gains() -> None:
-    once = _ev("once", "Tarnow lies on a river.", _search(3))
-    twice = _ev(
+    once = evidence("once", "Tarnow lies on a river.", _search(3))
+    twice = evidence(
         "twice",
         "Tarnow lies on a river.",
         _search(3),
@@ -101,7 +89,7 @@ def test_a_passage_that_several_calls_found_gains() -> None:
 
 def test_a_document_gets_a_second_seat_only_after_every_other_document() -> None:
     def chunk(doc: str, n: int, text: str, rank: int) -> Evidence:
-        e = _ev(doc, text, _search(rank))
+        e = evidence(doc, text, _search(rank))
         return e.model_copy(update={"id": f"{doc}#{n}"})
 
     # Three chunks of one long page rank first; a second page ranks below all of them.
@@ -122,8 +110,8 @@ def test_a_documents_seat_goes_to_its_best_passage() -> None:
     # The page's intro is the best direct search hit and so keeps a protected seat for its
     # document; the page's section that several calls found scores higher overall and
     # takes that seat instead.
-    intro = _ev("hub", "Blue Harbour author.", _search(1))
-    section = _ev(
+    intro = evidence("hub", "Blue Harbour author.", _search(1))
+    section = evidence(
         "hub",
         "Blue Harbour author birthplace river: Tarnow on the Dunajec.",
         *[
@@ -131,7 +119,7 @@ def test_a_documents_seat_goes_to_its_best_passage() -> None:
             for n in range(4)
         ],
     ).model_copy(update={"id": "hub#2"})
-    others = [_ev(f"o{i}", "Blue Harbour author.", _search(i + 2)) for i in range(3)]
+    others = [evidence(f"o{i}", "Blue Harbour author.", _search(i + 2)) for i in range(3)]
     pool = [intro, section, *others]
     scores = dict(rank_pool(QUESTION, pool, titles=None, budget=10))
     assert scores["hub#2"] > scores["hub#0"]
