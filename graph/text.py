@@ -145,3 +145,29 @@ _INSTRUCTION_LIKE = re.compile(
 @lru_cache(maxsize=_TEXT_CACHE)
 def instruction_like(text: str) -> bool:
     return bool(_INSTRUCTION_LIKE.search(text))
+
+
+def name_distance(toks: list[str], anchors: list[int], name: str) -> int | None:
+    """Words between the nearest occurrence of ``name`` in ``toks`` (stemmed words of a
+    passage) and any anchor position (None: the name is absent; no anchors: its first
+    position)."""
+    n_toks = [stem(w) for w in words(name)]
+    if not n_toks:
+        return None
+    n = len(n_toks)
+    starts = [i for i in range(len(toks) - n + 1) if toks[i : i + n] == n_toks]
+    if not starts:
+        return None
+    if not anchors:
+        return starts[0]
+    return min(min(abs(a - s), abs(a - (s + n - 1))) for s in starts for a in anchors)
+
+
+def is_label(name: str, text: str, table_cells: bool = False) -> bool:
+    """A one-word field label or heading in ``text`` ("Status:", "## Summary"; with
+    ``table_cells`` also a table cell "| Default |"), not a name."""
+    if " " in name:
+        return False
+    p = re.escape(name)
+    cell = rf"|\|\s*{p}\s*\|" if table_cells else ""
+    return bool(re.search(rf"(?m)(?<!\w){p}\s*:|^#+\s*{p}\b{cell}", text))

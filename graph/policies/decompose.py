@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from graph.text import STOPWORDS, stem, terms, words
+from graph.text import STOPWORDS, is_label, name_distance, stem, terms, words
 from tools.evidence import Evidence
 from tools.titles import TitleIndex, base_title, named_titles
 
@@ -323,7 +323,7 @@ def candidates(
             fold = name.casefold()
             if len(name) < 3 or fold in q_fold or fold in STOPWORDS or _date_like(name):
                 continue
-            if _is_label(name, e.text):
+            if is_label(name, e.text, table_cells=True):
                 continue
             if any(n in fold for n in q_names):  # the question's own subject, restated
                 continue
@@ -398,17 +398,9 @@ def _names_by_distance(
     out: list[tuple[str, int]] = []
     own = base_title(e.title) if e.title else ""
     for name in names:
-        n = [stem(w) for w in words(base_title(name))]
-        if not n:
-            continue
-        starts = [i for i in range(len(toks) - len(n) + 1) if toks[i : i + len(n)] == n]
-        if not starts:
-            continue
-        if not at:
-            out.append((name, starts[0]))
-            continue
-        d = min(min(abs(a - s), abs(a - (s + len(n) - 1))) for s in starts for a in at)
-        out.append((name, d))
+        d = name_distance(toks, at, base_title(name))
+        if d is not None:
+            out.append((name, d))
     seen = {n for n, _ in out}
     subject = OWN_TITLE_DISTANCE // 2 if rank == 0 else OWN_TITLE_DISTANCE
     if own and own not in names:
@@ -421,14 +413,6 @@ def _names_by_distance(
         if t not in seen and base_title(t).casefold() not in STOPWORDS:
             out.append((t, subject))
     return out
-
-
-def _is_label(name: str, text: str) -> bool:
-    """A one-word field label or heading ("Meaning:", "## Default"), not a name."""
-    if " " in name:
-        return False
-    p = re.escape(name)
-    return bool(re.search(rf"(?m)(?<!\w){p}\s*:|^#+\s*{p}\b|\|\s*{p}\s*\|", text))
 
 
 def _person_like(name: str) -> bool:

@@ -16,7 +16,16 @@ from graph.extractive import extractive_answer, salient_terms
 from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
 from graph.policies.decompose import candidates, holds_names, innermost
 from graph.policies.ranking import rank_pool
-from graph.text import STOPWORDS, instruction_like, proper_phrases, stem, terms, words
+from graph.text import (
+    STOPWORDS,
+    instruction_like,
+    is_label,
+    name_distance,
+    proper_phrases,
+    stem,
+    terms,
+    words,
+)
 from tools.evidence import Evidence
 from tools.executor import ToolCall
 from tools.titles import TitleIndex, base_title, named_titles
@@ -65,19 +74,6 @@ def comparison_entities(question: str, titles: TitleIndex | None) -> list[str]:
     return []
 
 
-def _distance_to_question(toks: list[str], anchors: list[int], name: str) -> int | None:
-    """Words between a name's nearest occurrence and a question word (None: absent)."""
-    n_toks = [stem(w) for w in words(name)]
-    if not n_toks:
-        return None
-    starts = [i for i in range(len(toks) - len(n_toks) + 1) if toks[i : i + len(n_toks)] == n_toks]
-    if not starts:
-        return None
-    if not anchors:
-        return starts[0]
-    return min(min(abs(a - s0), abs(a - (s0 + len(n_toks) - 1))) for s0 in starts for a in anchors)
-
-
 def by_proximity(e: Evidence, question: str, names: list[str]) -> list[str]:
     """Order names by closeness to where the passage uses the question's own words: that is
     where a hop is stated ("... by abolitionist Frederick Douglass")."""
@@ -86,7 +82,7 @@ def by_proximity(e: Evidence, question: str, names: list[str]) -> list[str]:
     anchors = [i for i, t in enumerate(toks) if t in q_terms]
     dist: dict[str, int] = {}
     for name in names:
-        d = _distance_to_question(toks, anchors, base_title(name))
+        d = name_distance(toks, anchors, base_title(name))
         if d is not None:
             dist[name] = min(d, dist.get(name, d))
     return sorted(dist, key=lambda n: (dist[n], names.index(n)))
@@ -104,18 +100,10 @@ def bridge_entities(e: Evidence, question: str) -> list[str]:
         fold = phrase.casefold()
         if fold in q_fold or fold == title or fold in title or len(phrase) < 3:
             continue
-        if set(terms(phrase)) <= q_terms or phrase in names or _is_label(phrase, e.text):
+        if set(terms(phrase)) <= q_terms or phrase in names or is_label(phrase, e.text):
             continue
         names.append(phrase)
     return by_proximity(e, question, names)
-
-
-def _is_label(phrase: str, text: str) -> bool:
-    """A one-word field label or heading ("Status:", "## Summary"), not a name."""
-    if " " in phrase:
-        return False
-    p = re.escape(phrase)
-    return bool(re.search(rf"(?m)(?<!\w){p}\s*:|^#+\s*{p}\b", text))
 
 
 def _trim_known(phrase: str, q_terms: set[str]) -> str:
