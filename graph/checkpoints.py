@@ -69,6 +69,11 @@ class LoopSqliteSaver(SqliteSaver):
     run resumed from one stores its values on its next checkpoint.
     """
 
+    def __init__(self, conn: sqlite3.Connection, *, serde: Any = None) -> None:
+        super().__init__(conn, serde=serde)
+        # thread -> (channel, version) pairs already in checkpoint_blobs (a bounded cache)
+        self._known: dict[tuple[str, str], set[tuple[str, str]]] = {}
+
     def setup(self) -> None:
         if self.is_setup:
             return
@@ -129,13 +134,6 @@ class LoopSqliteSaver(SqliteSaver):
             del self._known[key]
 
     # -- internals --
-
-    @property
-    def _known(self) -> dict[tuple[str, str], set[tuple[str, str]]]:
-        known = self.__dict__.get("_known_versions")
-        if known is None:
-            known = self.__dict__["_known_versions"] = {}
-        return known  # type: ignore[no-any-return]
 
     def _stored_versions(self, thread: tuple[str, str]) -> set[tuple[str, str]]:
         """(channel, version) pairs of this thread already in checkpoint_blobs."""
