@@ -21,6 +21,9 @@ class Provenance(BaseModel):
     # position among that passage's leads (0 = the closest to the question's words).
     parent: str | None = None
     lead: int | None = None
+    # True when the call searched the question rewritten with a bridge entity an earlier
+    # hop found (a dependent sub-question), not the question's words beside a lead.
+    rewrite: bool = False
 
 
 class Evidence(BaseModel):

@@ -40,6 +40,7 @@ class ToolCall(BaseModel):
     reason: str = ""  # why the planner chose it (shown in the trace)
     parent: str | None = None  # the evidence id this call follows from (a hop), if any
     lead: int | None = None  # its position among that passage's leads
+    rewrite: bool = False  # searches the question rewritten with a bridge (Provenance)
 
     @property
     def query(self) -> str:
@@ -163,6 +164,7 @@ def _with_provenance(evidence: list[Evidence], call: ToolCall, round_no: int) ->
                         rank=i + 1,
                         parent=call.parent,
                         lead=call.lead,
+                        rewrite=call.rewrite,
                     )
                 ]
             }

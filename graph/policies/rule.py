@@ -246,6 +246,7 @@ class RulePolicy:
                         reason=f"next hop via {entity} ({e.id})",
                         parent=e.id,
                         lead=lead,
+                        rewrite=query == rewritten,
                     )
                     _add_new(calls, call, view.done_calls)
                 if nxt is not None and rewritten not in still_open:

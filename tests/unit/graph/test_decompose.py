@@ -124,6 +124,11 @@ async def test_the_rule_policy_searches_the_question_rewritten_with_the_bridge(
     assert "county where Copake Lake is located" in searches
     assert any(q.startswith("What is the seat of Columbia County") for q in searches)
     assert {"wiki:lake", "wiki:columbia"} <= {e.doc_id for e in result.evidence}
+    # Provenance tells the rewritten question's hits from the sub-question's (ranking
+    # scores the former as direct hits for the question).
+    provenance = [p for e in result.evidence for p in e.provenance]
+    assert any(p.rewrite and p.query.startswith("What is the seat of Columbia") for p in provenance)
+    assert not any(p.rewrite for p in provenance if p.parent is None)
 
 
 def test_a_passage_about_something_else_is_a_weaker_lead() -> None:

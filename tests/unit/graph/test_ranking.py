@@ -125,3 +125,35 @@ def test_a_documents_seat_goes_to_its_best_passage() -> None:
     assert scores["hub#2"] > scores["hub#0"]
     top = [i for i, _ in rank_pool(QUESTION, pool, titles=None, budget=3)[:3]]
     assert "hub#2" in top and "hub#0" not in top
+
+
+def test_a_hit_for_the_question_rewritten_with_the_bridge_counts_as_a_direct_hit() -> None:
+    # "Where was Ana Lind born?" is the question itself, one hop on: its sixth hit holds
+    # the answer. A search of the question's missing words beside the same name is only
+    # a lead, and the same passage at the same rank scores lower from it.
+    bridge = evidence("bridge", "Blue Harbour was written by Ana Lind.", _search(1))
+    echoes = [
+        evidence(f"echo{i}", "Blue Harbour is a novel about a river town.", _search(i + 1))
+        for i in range(1, 8)
+    ]
+
+    def hop(rewrite: bool) -> Evidence:
+        return evidence(
+            "lind",
+            "Ana Lind was born in Tarnow, a town on the Dunajec.",
+            Provenance(
+                round=2,
+                tool="search_knowledge",
+                query="Which river flows through the birthplace of Ana Lind?",
+                rank=6,
+                parent="bridge#0",
+                lead=0,
+                rewrite=rewrite,
+            ),
+        )
+
+    as_rewrite = dict(rank_pool(QUESTION, [bridge, *echoes, hop(True)], None, budget=4))
+    as_lead = dict(rank_pool(QUESTION, [bridge, *echoes, hop(False)], None, budget=4))
+    assert as_rewrite["lind#0"] > as_lead["lind#0"]
+    top = [i for i, _ in rank_pool(QUESTION, [bridge, *echoes, hop(True)], None, budget=4)[:4]]
+    assert "lind#0" in top and "bridge#0" in top
