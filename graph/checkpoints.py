@@ -31,6 +31,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from graph.trace_store import WalCheckpoints
+
 log = logging.getLogger(__name__)
 
 
@@ -67,12 +69,20 @@ class LoopSqliteSaver(SqliteSaver):
     keeps its channel versions only; reading puts the values back. Rows written with the
     values inline (by ``AsyncSqliteSaver``, before this saver) are read as they are, and a
     run resumed from one stores its values on its next checkpoint.
+
+    ``wal``: the WAL checkpoints of ``conn``'s database run in a background thread
+    (:class:`graph.trace_store.WalCheckpoints`), not in a commit on the loop.
     """
 
-    def __init__(self, conn: sqlite3.Connection, *, serde: Any = None) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, *, serde: Any = None, wal: WalCheckpoints | None = None
+    ) -> None:
         super().__init__(conn, serde=serde)
         # thread -> (channel, version) pairs already in checkpoint_blobs (a bounded cache)
         self._known: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        self.wal = wal
+        if wal is not None:
+            WalCheckpoints.disable_auto(conn)
 
     def setup(self) -> None:
         if self.is_setup:
@@ -108,7 +118,18 @@ class LoopSqliteSaver(SqliteSaver):
             config, {**checkpoint, "channel_values": inline}, metadata, new_versions
         )
         known.update((row[2], row[3]) for row in rows)
+        self._committed()
         return saved
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        super().put_writes(config, writes, task_id, task_path)
+        self._committed()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found = super().get_tuple(config)
@@ -134,6 +155,11 @@ class LoopSqliteSaver(SqliteSaver):
             del self._known[key]
 
     # -- internals --
+
+    def _committed(self) -> None:
+        if self.wal is not None:
+            with self.lock:  # the saver's lock: no write of another thread is in progress
+                self.wal.committed(self.conn)
 
     def _stored_versions(self, thread: tuple[str, str]) -> set[tuple[str, str]]:
         """(channel, version) pairs of this thread already in checkpoint_blobs."""
@@ -285,15 +311,22 @@ class Checkpoints:
     async def _open_sqlite(self, stack: contextlib.AsyncExitStack) -> _Opened:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, check_same_thread=False)
+        wal = WalCheckpoints(self.path, busy_timeout_s=self.busy_timeout_s)
         stack.callback(conn.close)
+        stack.callback(wal.join)  # runs first: the checkpoint ends before the close
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL")
         # WAL + NORMAL: a commit is durable against a process kill (not a power cut) and
         # costs no fsync, which matters with every node of every run checkpointing.
         conn.execute("PRAGMA synchronous = NORMAL")
-        saver = LoopSqliteSaver(conn)
+        saver = LoopSqliteSaver(conn, wal=wal)
         saver.setup()
-        return _Opened(saver, stack, stop=conn.close)
+
+        def stop() -> None:
+            wal.join()
+            conn.close()
+
+        return _Opened(saver, stack, stop=stop)
 
     def _stop_closed_loops(self) -> None:
         for loop in [lp for lp in self._opening if lp.is_closed()]:

@@ -4,19 +4,89 @@ Writes are small and synchronous, one short transaction each (a node's events go
 ``append_many``); a lock keeps them safe from the worker threads the tools use. WAL lets
 readers (``waypoint trace``, the HTTP layer, another process) read while a run writes, and
 ``busy_timeout`` makes a writer in another process wait for the write lock instead of
-failing with ``database is locked``.
+failing with ``database is locked``. WAL checkpoints run in a background thread
+(:class:`WalCheckpoints`), not in the writing one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from graph.models import TraceEvent
+
+log = logging.getLogger(__name__)
+
+
+class WalCheckpoints:
+    """SQLite's automatic WAL checkpoint, moved out of the thread that commits.
+
+    SQLite checkpoints the WAL into the database file on the commit that takes it past
+    1,000 pages, in the committing connection: with ``synchronous=NORMAL`` that is the
+    only step that fsyncs, 15-25 ms here, and the research loop commits on its event loop
+    (a node's events, each checkpoint), so every few questions one node took that long.
+    The writer's connection is set to ``wal_autocheckpoint=0`` and calls :meth:`committed`
+    after each commit; every ``every`` commits a thread checkpoints the WAL (PASSIVE, its
+    own connection: it waits for no writer and no writer waits for it). The WAL stays
+    bounded: while a checkpoint is still running when the next is due, or when the last
+    one failed (logged), the committing connection checkpoints itself, as SQLite would.
+    Durability is unchanged: a commit is in the WAL either way.
+    """
+
+    def __init__(self, path: Path, every: int = 200, busy_timeout_s: float = 30.0) -> None:
+        self.path = path
+        self.every = every
+        self.busy_timeout_s = busy_timeout_s
+        self._commits = 0
+        self._thread: threading.Thread | None = None
+        self._failed: BaseException | None = None
+        self.done = 0  # background checkpoints completed (tests, benchmarks)
+
+    @staticmethod
+    def disable_auto(conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+
+    def committed(self, conn: sqlite3.Connection) -> None:
+        """Count a commit of ``conn`` (the writer); checkpoint when one is due."""
+        self._commits += 1
+        if self._commits < self.every:
+            return
+        self._commits = 0
+        running = self._thread is not None and self._thread.is_alive()
+        if running or self._failed is not None:
+            self._failed = None  # this checkpoint raises on its own if the cause persists
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            return
+        self._thread = threading.Thread(target=self._checkpoint, name="wal-checkpoint", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        """Wait for a running checkpoint (before the writer's connection closes)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _checkpoint(self) -> None:
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s)
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                conn.close()
+        except Exception as exc:  # reported here; the writer checkpoints itself next time
+            log.warning("background WAL checkpoint of %s failed: %s", self.path, exc)
+            self._failed = exc
+        else:
+            self.done += 1
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -52,14 +122,17 @@ class TraceStore:
         # stays consistent after a process kill.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._wal = WalCheckpoints(path, busy_timeout_s=busy_timeout_s)
+        WalCheckpoints.disable_auto(self._db)
         self._lock = threading.Lock()
 
     def close(self) -> None:
+        self._wal.join()
         with self._lock:
             self._db.close()
 
     def create_run(self, run_id: str, user: str, question: str, run_input: dict[str, Any]) -> None:
-        with self._lock, self._db:
+        with self._write():
             self._db.execute(
                 "INSERT INTO runs (run_id, user, question, created, status, input) "
                 "VALUES (?, ?, ?, ?, 'running', ?)",
@@ -71,14 +144,14 @@ class TraceStore:
         return json.loads(row[0]) if row else None
 
     def finish_run(self, run_id: str, status: str, result: dict[str, Any] | None) -> None:
-        with self._lock, self._db:
+        with self._write():
             self._db.execute(
                 "UPDATE runs SET status = ?, result = ? WHERE run_id = ?",
                 (status, json.dumps(result) if result is not None else None, run_id),
             )
 
     def set_status(self, run_id: str, status: str) -> None:
-        with self._lock, self._db:
+        with self._write():
             self._db.execute("UPDATE runs SET status = ? WHERE run_id = ?", (status, run_id))
 
     def result(self, run_id: str) -> dict[str, Any] | None:
@@ -109,7 +182,7 @@ class TraceStore:
             (e.run_id, e.seq, e.type, e.ts, e.node, e.round, json.dumps(e.data, default=str))
             for e in events
         ]
-        with self._lock, self._db:
+        with self._write():
             self._db.executemany(
                 "INSERT INTO events (run_id, seq, type, ts, node, round, data) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -126,6 +199,14 @@ class TraceStore:
             TraceEvent(run_id=run_id, seq=s, type=t, ts=ts, node=n, round=r, data=json.loads(d))
             for s, t, ts, n, r, d in rows
         ]
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        """One transaction, committed (or rolled back) on exit; counted for the WAL."""
+        with self._lock:
+            with self._db:
+                yield
+            self._wal.committed(self._db)
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self._lock:

@@ -14,7 +14,7 @@ from graph.models import Caller, RunOptions, TraceEvent
 from graph.nodes import pool_ranked
 from graph.runner import Researcher
 from graph.text import proper_phrases, sentences, terms, words
-from graph.trace_store import TraceStore
+from graph.trace_store import TraceStore, WalCheckpoints
 from tools.context import _MemoTitleIndex
 from tools.testing import LEDGER_QUESTION, ledger_corpus, memory_search
 from tools.titles import TitleIndex
@@ -208,3 +208,50 @@ async def test_the_next_rounds_searches_are_embedded_from_assess_exactly_as_plan
             before = log[max(i for i in range(n) if log[i][0] == "start assess") : n]
             planned = next(v for k, v in log[n:] if k == "plan")
             assert ("embed", planned) in before
+
+
+def test_wal_checkpoints_run_in_a_background_thread(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path / "traces.sqlite")
+    assert store._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    store._wal.every = 3
+    for i in range(3):
+        store.create_run(f"r{i}", "u", "q?", {})
+    store._wal.join()
+    assert store._wal.done == 1
+    reader = sqlite3.connect(str(tmp_path / "traces.sqlite"))
+    busy, frames, backfilled = reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert busy == 0 and frames == backfilled  # everything committed was checkpointed
+    assert len(reader.execute("SELECT run_id FROM runs").fetchall()) == 3
+    reader.close()
+    store.close()
+
+
+def test_the_writer_checkpoints_itself_while_the_background_one_cannot() -> None:
+    class Conn:
+        def __init__(self) -> None:
+            self.sql: list[str] = []
+
+        def execute(self, sql: str) -> Any:
+            self.sql.append(sql)
+            return self
+
+        def fetchall(self) -> list[Any]:
+            return []
+
+    wal = WalCheckpoints(Path("/nonexistent/x.sqlite"), every=1)
+    conn = Conn()
+    wal._failed = RuntimeError("disk full")  # the last background checkpoint failed
+    wal.committed(conn)  # type: ignore[arg-type]
+    assert conn.sql == ["PRAGMA wal_checkpoint(PASSIVE)"] and wal._failed is None
+
+
+async def test_the_checkpointer_commits_without_sqlites_auto_checkpoint(tmp_path: Path) -> None:
+    researcher = Researcher(
+        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+    )
+    saver = await researcher.checkpoints.saver()
+    saver.wal.every = 5
+    await researcher.run(QUESTION, Caller(), RunOptions(mode="iterative"))
+    assert saver.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    await researcher.aclose()  # waits for a running background checkpoint
+    assert saver.wal.done >= 1
