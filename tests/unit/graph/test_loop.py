@@ -193,3 +193,34 @@ def test_extractive_answers_never_repeat_instruction_like_text() -> None:
     answer = extractive_answer("Who wrote the Ledger runbook?", [ev])
     assert answer.answerable and "Dana Ruiz" in answer.text
     assert "ignore" not in answer.text.lower()
+
+
+async def test_leads_are_followed_for_two_rounds_then_the_loop_stops(tmp_path: Path) -> None:
+    # Every page names the next one and none holds the question's missing words: a lead
+    # chain without end. Two rounds follow it; the third is not spent on more leads.
+    pages = ["Zebra Works", "Orion Labs", "Vega Group", "Lyra Corp", "Draco Partners"]
+    store = MemoryStore(
+        [
+            passage(name.split()[0].lower(), name, f"{name} shares an office with {nxt}.")
+            for name, nxt in zip(pages, pages[1:], strict=False)
+        ]
+    )
+    r = Researcher(store, checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search)
+    streamed: list[TraceEvent] = []
+
+    async def collect(e: TraceEvent) -> None:
+        streamed.append(e)
+
+    try:
+        result = await r.run(
+            "Which mascot colour does Zebra Works use?",
+            Caller(),
+            RunOptions(mode="iterative", max_rounds=4),
+            on_event=collect,
+        )
+    finally:
+        r.close()
+    verdicts = [e.data for e in streamed if e.type == "round"]
+    assert [v["decision"] for v in verdicts][:1] == ["next"]  # round 1 follows a lead
+    assert result.rounds == 2 and result.bound_hit is None
+    assert verdicts[-1]["decision"] == "enough" and "leads followed" in verdicts[-1]["reason"]
