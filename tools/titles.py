@@ -30,7 +30,10 @@ class TitleIndex:
 
     def __init__(self, titles: Iterable[str | tuple[str, str]]) -> None:
         """``titles``: titles, or ``(title, doc_id)`` pairs as ``Store.titles`` returns."""
-        self._by_first: dict[str, list[tuple[tuple[str, ...], str]]] = defaultdict(list)
+        # first token -> [(name length, {name tokens: titles with that name})], longest
+        # first: a text position is tried once per distinct name length, not once per
+        # title sharing its first token ("the", "john" start thousands of titles).
+        by_first: dict[str, dict[int, dict[tuple[str, ...], list[str]]]] = defaultdict(dict)
         self.titles: set[str] = set()
         for item in titles:
             title = item if isinstance(item, str) else item[0]
@@ -41,9 +44,11 @@ class TitleIndex:
             toks = tuple(tokens(name))
             if not toks or len(name) < _MIN_CHARS:
                 continue
-            self._by_first[toks[0]].append((toks, title))
-        for entries in self._by_first.values():
-            entries.sort(key=lambda e: -len(e[0]))
+            by_first[toks[0]].setdefault(len(toks), {}).setdefault(toks, []).append(title)
+        self._by_first = {
+            first: sorted(by_len.items(), key=lambda kv: -kv[0])
+            for first, by_len in by_first.items()
+        }
 
     def __len__(self) -> int:
         return len(self.titles)
@@ -60,17 +65,18 @@ class TitleIndex:
         i = 0
         while i < len(toks):
             matched = 0
-            for name_toks, title in self._by_first.get(toks[i], ()):
-                if title in exclude:
+            for n, names in self._by_first.get(toks[i], ()):
+                hits = names.get(tuple(toks[i : i + n]))
+                if not hits:
                     continue
-                n = len(name_toks)
-                if matched and n < matched:
-                    break  # entries are longest first; a shorter name is inside the match
-                if tuple(toks[i : i + n]) == name_toks:
-                    matched = n
-                    if title not in seen:
-                        seen.add(title)
-                        found.append(title)
+                hits = [t for t in hits if t not in exclude]
+                if hits:
+                    matched = n  # the longest name here; shorter ones are inside it
+                    for title in hits:
+                        if title not in seen:
+                            seen.add(title)
+                            found.append(title)
+                    break
             i += matched or 1
         return found
 
