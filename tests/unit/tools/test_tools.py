@@ -52,6 +52,7 @@ async def test_search_results_carry_provenance(store: MemoryStore) -> None:
         "rank": 1,
         "parent": None,
         "lead": None,
+        "rewrite": False,
     }
     assert first.locator.chunk_id == first.id
 
