@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -108,6 +111,57 @@ def _hit(record: Record, score: float, rerank_score: float | None = None) -> Sea
     )
 
 
+_QUERY_POOL: ThreadPoolExecutor | None = None
+_QUERY_POOL_LOCK = threading.Lock()
+
+
+def query_encoder() -> ThreadPoolExecutor:
+    """The threads that embed search queries: torch runs on one core in each (one per core).
+
+    Split over both cores of a small machine, a few short queries cost more in the
+    hand-offs between torch's threads than they gain, and the second thread waits for a
+    core that the other leg, the event loop or another process holds: a research round's
+    batch of two questions took ~50 ms in the loop for ~29 ms alone. On one core a batch
+    is encoded with bitwise the same vectors (tests/unit/test_query_encoder.py).
+    Ingestion's large batches keep torch's default (they are not run here).
+
+    ``torch.set_num_threads`` sets the calling thread's count and the default that later
+    threads take on their first torch call: each worker takes the default, sets 1 for
+    itself, and the process default is put back once all exist (the pool starts no more).
+    """
+    global _QUERY_POOL
+    with _QUERY_POOL_LOCK:
+        if _QUERY_POOL is None:
+            import torch
+
+            workers = max(1, os.cpu_count() or 1)
+            default = torch.get_num_threads()
+            started = threading.Barrier(workers + 1)
+
+            def one_core() -> None:
+                torch.get_num_threads()  # its own count taken from the default now, once
+                torch.set_num_threads(1)
+                started.wait()
+
+            pool = ThreadPoolExecutor(workers, thread_name_prefix="query-encoder")
+            futures = [pool.submit(one_core) for _ in range(workers)]
+            started.wait()
+            for f in futures:
+                f.result()
+            torch.set_num_threads(default)
+            _QUERY_POOL = pool
+        return _QUERY_POOL
+
+
+def _forget_query_encoder_after_fork() -> None:
+    """A forked child has none of the parent's worker threads: it starts its own."""
+    global _QUERY_POOL, _QUERY_POOL_LOCK
+    _QUERY_POOL, _QUERY_POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_query_encoder_after_fork)
+
+
 def dense_leg_query(query: str, options: SearchOptions | None = None) -> str:
     """The text the dense leg embeds for ``query`` (what a caller may embed in advance)."""
     options = options or SearchOptions()
@@ -160,20 +214,17 @@ async def hybrid_search(
     def run_lexical() -> list[Hit]:
         return list(store.lexical.search(leg_queries["lexical"], depth, flt))
 
-    def run_dense() -> list[Hit]:
-        vector = store.embedder.encode([leg_queries["dense"]])[0]
-        return list(store.dense.search(vector, depth, flt))
-
-    runners = {"lexical": run_lexical, "dense": run_dense}
-
-    async def run_dense_ahead() -> list[Hit]:
+    async def run_dense() -> list[Hit]:
         vector = await query_vector() if query_vector is not None else None
         if vector is None:
-            return await asyncio.to_thread(run_dense)
+            encoded = await asyncio.get_running_loop().run_in_executor(
+                query_encoder(), store.embedder.encode, [leg_queries["dense"]]
+            )
+            vector = encoded[0]
         return await asyncio.to_thread(lambda: list(store.dense.search(vector, depth, flt)))
 
     async def run_leg(leg: str) -> list[Hit]:
-        work = run_dense_ahead() if leg == "dense" else asyncio.to_thread(runners[leg])
+        work = run_dense() if leg == "dense" else asyncio.to_thread(run_lexical)
         return await asyncio.wait_for(work, timeout=options.leg_timeout_s)
 
     outcomes = await asyncio.gather(

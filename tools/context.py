@@ -55,12 +55,13 @@ class ToolContext:
         all of them costs little more than one query, where several concurrent calls
         contend for the same cores. Only for the default pipeline (a swapped ``search_fn``
         embeds as it likes) and a store with an embedder; text embedded already (or being
-        embedded) in this run is not embedded again.
+        embedded) in this run is not embedded again. The batch runs on
+        :func:`retrieval.pipeline.query_encoder`'s threads, as a search's own query does.
         """
         embedder = getattr(self.store, "embedder", None)
         if self.search_fn is not None or embedder is None:
             return
-        from retrieval.pipeline import dense_leg_query
+        from retrieval.pipeline import dense_leg_query, query_encoder
 
         texts = [
             t
@@ -69,7 +70,7 @@ class ToolContext:
         ]
         if not texts:
             return
-        batch = asyncio.get_running_loop().run_in_executor(None, embedder.encode, texts)
+        batch = asyncio.get_running_loop().run_in_executor(query_encoder(), embedder.encode, texts)
         # A failed batch no search awaits (the run ended first) is not an unretrieved error.
         batch.add_done_callback(lambda f: f.cancelled() or f.exception())
         for i, text in enumerate(texts):
