@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -52,6 +52,16 @@ class ToolSpec:
 class SearchArgs(BaseModel):
     query: str = Field(min_length=1, max_length=1000, description="what to search for")
     k: int | None = Field(default=None, ge=1, le=100, description="how many passages")
+    legs: list[Literal["lexical", "dense"]] | None = Field(
+        default=None,
+        min_length=1,
+        description="engines to search (default both); lexical alone suits a keyword query",
+    )
+
+    @property
+    def embeds(self) -> bool:
+        """Whether the search runs the dense leg (and so needs the query embedded)."""
+        return self.legs is None or "dense" in self.legs
 
 
 class LookupArgs(BaseModel):
@@ -78,7 +88,7 @@ class NeighborArgs(BaseModel):
 
 async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
     k = args.k or ctx.default_k
-    options = SearchOptions(k=k)
+    options = SearchOptions(k=k) if args.legs is None else SearchOptions(k=k, legs=list(args.legs))
     if ctx.search_fn is not None:
         result = await ctx.search_fn(ctx.store, args.query, ctx.flt, options)
     else:

@@ -21,7 +21,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from tools.catalog import Catalog, ToolOutput, search_knowledge
+from tools.catalog import Catalog, SearchArgs, ToolOutput, search_knowledge
 from tools.context import ToolContext
 from tools.evidence import Evidence, Provenance
 
@@ -102,7 +102,7 @@ class ToolExecutor:
             query = call.args.get("query")
             if call.tool not in self.catalog or not isinstance(query, str):
                 continue
-            if self.catalog.get(call.tool).fn is search_knowledge:
+            if self.catalog.get(call.tool).fn is search_knowledge and _embeds(call):
                 queries.append(query)
         if queries:
             ctx.embed_ahead(queries)
@@ -176,3 +176,11 @@ def _with_provenance(evidence: list[Evidence], call: ToolCall, round_no: int) ->
 def _one_line(exc: BaseException | None) -> str:
     text = str(exc) or type(exc).__name__
     return " ".join(text.split())[:300]
+
+
+def _embeds(call: ToolCall) -> bool:
+    """Whether a search call runs the dense leg (a lexical-only search embeds nothing)."""
+    try:
+        return SearchArgs.model_validate(call.args).embeds
+    except ValidationError:
+        return False  # the call fails validation when it runs; nothing to embed

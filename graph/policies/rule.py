@@ -56,6 +56,11 @@ CHAIN_PASSAGES = 3  # passages of a sub-question's search that the bridge is rea
 # leads left R-all unchanged on HotpotQA, 2Wiki, MuSiQue and acme (budget 10) and costs a
 # round; a decomposed question's dependent sub-questions still go on to the round bound.
 LEAD_ROUNDS = 2
+# A lead search ("the question's missing words beside a name") is a bag of keywords, not a
+# sentence: BM25 alone serves it, and skipping the dense leg spares the round an embedding
+# batch. HotpotQA R-all 0.965 -> 0.9625 (one question of 400), MuSiQue, 2Wiki and acme
+# unchanged; HotpotQA p50 seconds per question about -15%.
+LEAD_SEARCH_LEGS = ("lexical",)
 
 
 def comparison_entities(question: str, titles: TitleIndex | None) -> list[str]:
@@ -341,7 +346,7 @@ class RulePolicy:
                     query = f"{' '.join(missing)} {entity}".strip()
                     call = ToolCall(
                         tool="search_knowledge",
-                        args={"query": query, "k": view.options.k},
+                        args={"query": query, "k": view.options.k, "legs": list(LEAD_SEARCH_LEGS)},
                         reason=f"missing: {', '.join(missing)}; via {entity} ({e.id})",
                         parent=e.id,
                         lead=lead,

@@ -224,3 +224,8 @@ async def test_leads_are_followed_for_two_rounds_then_the_loop_stops(tmp_path: P
     assert [v["decision"] for v in verdicts][:1] == ["next"]  # round 1 follows a lead
     assert result.rounds == 2 and result.bound_hit is None
     assert verdicts[-1]["decision"] == "enough" and "leads followed" in verdicts[-1]["reason"]
+    # The missing words searched beside a lead's name are keywords: BM25 alone, no embedding.
+    planned = [c for e in streamed if e.type == "plan" for c in e.data["calls"]]
+    leads = [c for c in planned if c["reason"].startswith("missing:")]
+    assert leads and all(c["args"]["legs"] == ["lexical"] for c in leads)
+    assert all("legs" not in c["args"] for c in planned if c["reason"] == "question")

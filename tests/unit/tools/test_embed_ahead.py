@@ -128,3 +128,18 @@ async def test_hybrid_search_embeds_itself_when_no_vector_was_computed_ahead() -
     result = await hybrid_search(store, QUERIES[0], PUBLIC, query_vector=nothing_ahead)
     assert store.embedder.calls == [[QUERIES[0]]]
     assert result.hits
+
+
+async def test_a_lexical_only_search_embeds_nothing_and_runs_one_leg() -> None:
+    store = Store()
+    calls = [
+        ToolCall(tool="search_knowledge", args={"query": QUERIES[0], "k": 3}),
+        ToolCall(tool="search_knowledge", args={"query": QUERIES[1], "legs": ["lexical"]}),
+    ]
+    outcomes = await ToolExecutor().run(calls, ToolContext(store=store, flt=PUBLIC), 1)
+    assert all(o.ok for o in outcomes)
+    assert store.embedder.calls == [[QUERIES[0]]]  # the keyword search is not embedded
+    assert len(store.dense.vectors) == 1
+    assert set(outcomes[1].detail["legs"]) == {"lexical"}
+    # BM25's own ranking; the dense fake would have added the unrelated cafeteria page.
+    assert [e.id for e in outcomes[1].evidence] == ["wiki:b#0", "wiki:a#0"]
