@@ -112,11 +112,20 @@ def _hit(record: Record, score: float, rerank_score: float | None = None) -> Sea
 
 
 _QUERY_POOL: ThreadPoolExecutor | None = None
+_QUERY_WORKERS_MAX = 4  # queries are short: a few cores embed any round's batches
+
+
+def _usable_cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+
+
 _QUERY_POOL_LOCK = threading.Lock()
 
 
 def query_encoder() -> ThreadPoolExecutor:
-    """The threads that embed search queries: torch runs on one core in each (one per core).
+    """The threads that embed search queries: torch runs on one core in each (one thread per
+    usable core, at most 4).
 
     Split over both cores of a small machine, a few short queries cost more in the
     hand-offs between torch's threads than they gain, and the second thread waits for a
@@ -134,7 +143,7 @@ def query_encoder() -> ThreadPoolExecutor:
         if _QUERY_POOL is None:
             import torch
 
-            workers = max(1, os.cpu_count() or 1)
+            workers = max(1, min(_QUERY_WORKERS_MAX, _usable_cores()))
             default = torch.get_num_threads()
             started = threading.Barrier(workers + 1)
 
