@@ -56,11 +56,12 @@ CHAIN_PASSAGES = 3  # passages of a sub-question's search that the bridge is rea
 # leads left R-all unchanged on HotpotQA, 2Wiki, MuSiQue and acme (budget 10) and costs a
 # round; a decomposed question's dependent sub-questions still go on to the round bound.
 LEAD_ROUNDS = 2
-# A lead search ("the question's missing words beside a name") is a bag of keywords, not a
-# sentence: BM25 alone serves it, and skipping the dense leg spares the round an embedding
-# batch. HotpotQA R-all 0.965 -> 0.9625 (one question of 400), MuSiQue, 2Wiki and acme
-# unchanged; HotpotQA p50 seconds per question about -15%.
-LEAD_SEARCH_LEGS = ("lexical",)
+# A lead search ("the question's missing words beside a name") and a comparison entity's
+# search (its name and the compared property) are bags of keywords, not sentences: BM25
+# alone serves them, and skipping the dense leg spares the round an embedding batch (or
+# shrinks it to the question alone). Lead searches: HotpotQA R-all 0.965 -> 0.9625 (one
+# question of 400); entity searches: no change; MuSiQue, 2Wiki and acme unchanged by both.
+KEYWORD_SEARCH_LEGS = ("lexical",)
 
 
 def comparison_entities(question: str, titles: TitleIndex | None) -> list[str]:
@@ -155,7 +156,11 @@ class RulePolicy:
                 calls.append(
                     ToolCall(
                         tool="search_knowledge",
-                        args={"query": f"{e} {rest}".strip(), "k": k},
+                        args={
+                            "query": f"{e} {rest}".strip(),
+                            "k": k,
+                            "legs": list(KEYWORD_SEARCH_LEGS),
+                        },
                         reason="comparison entity",
                     )
                 )
@@ -346,7 +351,11 @@ class RulePolicy:
                     query = f"{' '.join(missing)} {entity}".strip()
                     call = ToolCall(
                         tool="search_knowledge",
-                        args={"query": query, "k": view.options.k, "legs": list(LEAD_SEARCH_LEGS)},
+                        args={
+                            "query": query,
+                            "k": view.options.k,
+                            "legs": list(KEYWORD_SEARCH_LEGS),
+                        },
                         reason=f"missing: {', '.join(missing)}; via {entity} ({e.id})",
                         parent=e.id,
                         lead=lead,
