@@ -33,6 +33,7 @@ _PROPER = re.compile(
 # callers get a fresh list, so a caller that mutates its result cannot change the cache.
 _TEXT_CACHE = 16384
 _WORD_CACHE = 1 << 16
+_PATTERN_CACHE = 4096  # compiled patterns are bigger than words: fewer kept
 
 
 def words(text: str) -> list[str]:
@@ -168,6 +169,13 @@ def is_label(name: str, text: str, table_cells: bool = False) -> bool:
     ``table_cells`` also a table cell "| Default |"), not a name."""
     if " " in name:
         return False
+    return bool(_label_pattern(name, table_cells).search(text))
+
+
+@lru_cache(maxsize=_PATTERN_CACHE)
+def _label_pattern(name: str, table_cells: bool) -> re.Pattern[str]:
+    # One compiled pattern per name: ``re``'s own cache (512 entries) overflows on a run's
+    # names and recompiled hundreds of patterns per question.
     p = re.escape(name)
     cell = rf"|\|\s*{p}\s*\|" if table_cells else ""
-    return bool(re.search(rf"(?m)(?<!\w){p}\s*:|^#+\s*{p}\b{cell}", text))
+    return re.compile(rf"(?m)(?<!\w){p}\s*:|^#+\s*{p}\b{cell}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 # A title shorter than this (in characters) or a single common word is too ambiguous to
@@ -93,7 +94,7 @@ def named_titles(
     out = []
     for title in titles.mentions(text, exclude):
         name = base_title(title)
-        for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
+        for m in _name_pattern(name).finditer(text):
             surface = m.group(0)
             # A name written as the title writes it ("ledger-service"), or capitalised
             # like a proper noun; not a common word that happens to be a title ("county").
@@ -101,3 +102,9 @@ def named_titles(
                 out.append(title)
                 break
     return out
+
+
+@lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    # Compiled once per name: ``re``'s own cache (512 entries) overflows on a run's titles.
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)", re.IGNORECASE)
