@@ -188,6 +188,9 @@ def chain_context(evidence: list[Evidence], question: str) -> tuple[list[set[str
 
 def _stated_types(sentence: str, kinds: set[str]) -> set[str]:
     """Answer-type words the sentence states a value for ("Payout fee: 1.35%")."""
+    # Each token's first term is one of the sentence's terms: most sentences name no kind.
+    if not kinds or kinds.isdisjoint(terms(sentence)):
+        return set()
     toks = re.findall(r"[\w'’.%`-]+", sentence)
     out: set[str] = set()
     for i, tok in enumerate(toks):
