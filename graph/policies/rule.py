@@ -192,13 +192,10 @@ class RulePolicy:
             return AssessStep(Verdict(decision="enough", reason="single round (hybrid mode)"))
         chain_calls, chain = self._chain(view)
         state = {**view.policy_state, "chain": chain}
-        step = await self._assess(view, chained=bool(chain_calls))
+        spent = not chain_calls and view.round >= LEAD_ROUNDS
+        step = await self._assess(view, chained=bool(chain_calls), leads=not spent)
         if not chain_calls:
-            v = step.verdict
-            if v.decision != "enough" and view.round >= LEAD_ROUNDS:
-                reason = f"leads followed for {view.round} rounds; no dependent sub-question left"
-                v = Verdict(decision="enough", reason=reason, missing=v.missing)
-            return AssessStep(v, policy_state=state)
+            return AssessStep(step.verdict, policy_state=state)
         v = step.verdict
         calls = [*chain_calls, *(c for c in v.next_calls if c not in chain_calls)]
         return AssessStep(
@@ -285,7 +282,9 @@ class RulePolicy:
                 hits.append((min(ranks), e))
         return [e for _, e in sorted(hits, key=lambda h: h[0])]
 
-    async def _assess(self, view: View, chained: bool = False) -> AssessStep:
+    async def _assess(self, view: View, chained: bool = False, leads: bool = True) -> AssessStep:
+        """``leads=False``: the lead rounds are spent and no sub-question is open; say what
+        is missing and stop, without working out leads that would not be followed."""
         if view.round >= 2 and not any(
             min((p.round for p in e.provenance), default=0) == view.round
             for e in view.ranked[: view.options.budget]
@@ -301,6 +300,13 @@ class RulePolicy:
         for e in top:
             have.update(terms(f"{e.title} {e.text}"))
         missing = [t for t in cov_terms if t not in have]
+        if not leads:
+            reason = (
+                f"leads followed for {view.round} rounds; no dependent sub-question left"
+                if missing
+                else "all question terms covered"
+            )
+            return AssessStep(Verdict(decision="enough", reason=reason, missing=missing))
 
         section_query = " ".join(missing) if missing else view.question
         calls: list[ToolCall] = []
