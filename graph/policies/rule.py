@@ -193,7 +193,7 @@ class RulePolicy:
         chain_calls, chain = self._chain(view)
         state = {**view.policy_state, "chain": chain}
         spent = not chain_calls and view.round >= LEAD_ROUNDS
-        step = await self._assess(view, chained=bool(chain_calls), leads=not spent)
+        step = await self._assess(view, chained=bool(chain_calls), follow=not spent)
         if not chain_calls:
             return AssessStep(step.verdict, policy_state=state)
         v = step.verdict
@@ -282,8 +282,8 @@ class RulePolicy:
                 hits.append((min(ranks), e))
         return [e for _, e in sorted(hits, key=lambda h: h[0])]
 
-    async def _assess(self, view: View, chained: bool = False, leads: bool = True) -> AssessStep:
-        """``leads=False``: the lead rounds are spent and no sub-question is open; say what
+    async def _assess(self, view: View, chained: bool = False, follow: bool = True) -> AssessStep:
+        """``follow=False``: the lead rounds are spent and no sub-question is open; say what
         is missing and stop, without working out leads that would not be followed."""
         if view.round >= 2 and not any(
             min((p.round for p in e.provenance), default=0) == view.round
@@ -300,7 +300,7 @@ class RulePolicy:
         for e in top:
             have.update(terms(f"{e.title} {e.text}"))
         missing = [t for t in cov_terms if t not in have]
-        if not leads:
+        if not follow:
             reason = (
                 f"leads followed for {view.round} rounds; no dependent sub-question left"
                 if missing
