@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +88,19 @@ class Embedder:
             show_progress_bar=False,
         )
         return [v.tolist() for v in vectors]
+
+
+def moved_toward(
+    query: Sequence[float], passages: Sequence[Sequence[float]], weight: float = 1.0
+) -> list[float]:
+    """Rocchio's pseudo-relevance feedback in embedding space: the query's vector plus
+    ``weight`` times each passage's, normalised. A search that already found passages on
+    the way to an answer looks near them and near the question at once, and no new text
+    is embedded."""
+    moved = [float(x) for x in query]
+    for vector in passages:
+        if len(vector) != len(moved):
+            raise ValueError(f"vector of {len(vector)} dims, query of {len(moved)}")
+        moved = [m + weight * float(v) for m, v in zip(moved, vector, strict=True)]
+    norm = math.sqrt(sum(x * x for x in moved))
+    return [x / norm for x in moved] if norm else moved

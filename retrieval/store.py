@@ -348,6 +348,16 @@ class Store:
     def get_records(self, ids: Sequence[str], flt: SearchFilter) -> list[Record]:
         return [r for r in self.catalog.records(ids) if self.allowed(r, flt)]
 
+    def vectors(self, ids: Sequence[str], flt: SearchFilter) -> dict[str, list[float]]:
+        """The stored embeddings of these chunks that the caller may read (by id; a chunk
+        of another user's, an unknown id or a lexical-only chunk has none)."""
+        stored = self.catalog.stored_chunks(list(ids))
+        return {
+            rid: _unpack(vec)
+            for rid, (record, vec) in stored.items()
+            if vec is not None and self.allowed(record, flt)
+        }
+
     def get_document(self, doc_id: str, flt: SearchFilter) -> list[Record]:
         return [r for r in self.catalog.doc_records(doc_id) if self.allowed(r, flt)]
 

@@ -58,10 +58,27 @@ class SearchArgs(BaseModel):
         description="engines to search (default both); lexical alone suits a keyword query",
     )
 
+    dense_query: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="what the dense leg embeds instead of the query (what a question asks)",
+    )
+    feedback: list[str] = Field(
+        default_factory=list,
+        max_length=5,
+        description="ids of passages found already: the dense leg also looks near them",
+    )
+
     @property
     def embeds(self) -> bool:
         """Whether the search runs the dense leg (and so needs the query embedded)."""
         return self.legs is None or "dense" in self.legs
+
+    @property
+    def dense_text(self) -> str:
+        """The text the dense leg embeds (before the pipeline's own dense-leg rewrite)."""
+        return self.dense_query or self.query
 
 
 class LookupArgs(BaseModel):
@@ -89,7 +106,7 @@ class NeighborArgs(BaseModel):
 async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
     k = args.k or ctx.default_k
     options = SearchOptions(k=k) if args.legs is None else SearchOptions(k=k, legs=list(args.legs))
-    if ctx.search_fn is not None:
+    if ctx.search_fn is not None:  # a swapped search embeds as it likes (no dense_query)
         result = await ctx.search_fn(ctx.store, args.query, ctx.flt, options)
     else:
         from retrieval.pipeline import hybrid_search  # lazy: optional at import
@@ -99,7 +116,12 @@ async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
             args.query,
             ctx.flt,
             options,
-            query_vector=ctx.vector_ahead(args.query, options),
+            query_vector=ctx.dense_vector(
+                args.dense_text,
+                options,
+                feedback=args.feedback,
+                own_query=args.dense_query is None,
+            ),
         )
     detail: dict[str, Any] = {
         "original_query": result.original_query,

@@ -76,27 +76,57 @@ class ToolContext:
         for i, text in enumerate(texts):
             self._vectors[text] = (batch, i)
 
-    def vector_ahead(
-        self, query: str, options: Any = None
+    def dense_vector(
+        self,
+        text: str,
+        options: Any = None,
+        feedback: Sequence[str] = (),
+        own_query: bool = True,
     ) -> Callable[[], Awaitable[Sequence[float] | None]] | None:
-        """What ``hybrid_search(query_vector=...)`` awaits for ``query``, if it was embedded
-        ahead (None: it was not; the search embeds it itself)."""
+        """What ``hybrid_search(query_vector=...)`` awaits for a search whose dense leg
+        embeds ``text``: its embedding (computed ahead when it was, else now), moved toward
+        the stored vectors of the ``feedback`` passages the caller may read
+        (:func:`retrieval.embedding.moved_toward`).
+
+        None when there is nothing to add: ``text`` is the search's own query
+        (``own_query``), it was not embedded ahead and there is no feedback; the search
+        embeds it itself.
+        """
         from retrieval.pipeline import dense_leg_query
 
-        entry = self._vectors.get(dense_leg_query(query, options))
-        if entry is None:
+        dense_text = dense_leg_query(text, options)
+        entry = self._vectors.get(dense_text)
+        plain = own_query and not feedback
+        if entry is None and plain:
             return None
-        batch, i = entry
 
         async def vector() -> Sequence[float] | None:
-            try:
-                # shield: a timed-out or cancelled search must not cancel the shared batch
-                vectors = await asyncio.shield(batch)
-            except Exception:  # noqa: BLE001 - the search embeds (and reports) on its own
-                return None
-            return vectors[i]
+            base = await _embedded_ahead(entry) if entry is not None else None
+            if base is None:
+                if plain:
+                    return None  # the search embeds (and reports) on its own
+                base = await self._embed_now(dense_text)
+                if base is None:
+                    return None
+            stored_vectors = getattr(self.store, "vectors", None)
+            if not feedback or stored_vectors is None:
+                return base
+            from retrieval.embedding import moved_toward
+
+            stored = await asyncio.to_thread(stored_vectors, list(feedback), self.flt)
+            return moved_toward(base, [stored[i] for i in dict.fromkeys(feedback) if i in stored])
 
         return vector
+
+    async def _embed_now(self, text: str) -> Sequence[float] | None:
+        embedder = getattr(self.store, "embedder", None)
+        if embedder is None:
+            return None
+        from retrieval.pipeline import query_encoder
+
+        loop = asyncio.get_running_loop()
+        vectors = await loop.run_in_executor(query_encoder(), embedder.encode, [text])
+        return vectors[0]  # type: ignore[no-any-return]
 
     def title_index(self) -> TitleIndex | None:
         """Titles the caller may read, if the store can list them (``store.titles(flt)``).
@@ -166,3 +196,16 @@ def _content_version(store: Any) -> Any:
     revoked document's title into a trace."""
     version = getattr(store, "version", None)
     return version() if callable(version) else None
+
+
+async def _embedded_ahead(
+    entry: tuple[asyncio.Future[list[list[float]]], int],
+) -> Sequence[float] | None:
+    """The vector of a batch embedded ahead; None if the batch failed."""
+    batch, i = entry
+    try:
+        # shield: a timed-out or cancelled search must not cancel the shared batch
+        vectors = await asyncio.shield(batch)
+    except Exception:  # noqa: BLE001 - the caller embeds (and reports) on its own
+        return None
+    return vectors[i]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -94,7 +95,9 @@ class ToolExecutor:
 
         return list(await asyncio.gather(*(bounded(c) for c in calls)))
 
-    def embed_ahead(self, calls: list[ToolCall], ctx: ToolContext) -> None:
+    def embed_ahead(
+        self, calls: list[ToolCall], ctx: ToolContext, also: Sequence[str] = ()
+    ) -> None:
         """Start embedding the queries of these calls' searches in one batch (the graph calls
         it as soon as a round is planned; ``run`` does for what is not started yet)."""
         queries = []
@@ -102,10 +105,12 @@ class ToolExecutor:
             query = call.args.get("query")
             if call.tool not in self.catalog or not isinstance(query, str):
                 continue
-            if self.catalog.get(call.tool).fn is search_knowledge and _embeds(call):
-                queries.append(query)
-        if queries:
-            ctx.embed_ahead(queries)
+            if self.catalog.get(call.tool).fn is search_knowledge:
+                text = _dense_text(call)
+                if text is not None:
+                    queries.append(text)
+        if queries or also:
+            ctx.embed_ahead([*queries, *also])
 
     async def _one(self, call: ToolCall, ctx: ToolContext, round_no: int) -> CallOutcome:
         started = time.perf_counter()
@@ -178,9 +183,10 @@ def _one_line(exc: BaseException | None) -> str:
     return " ".join(text.split())[:300]
 
 
-def _embeds(call: ToolCall) -> bool:
-    """Whether a search call runs the dense leg (a lexical-only search embeds nothing)."""
+def _dense_text(call: ToolCall) -> str | None:
+    """What a search call's dense leg embeds; None for a lexical-only search."""
     try:
-        return SearchArgs.model_validate(call.args).embeds
+        args = SearchArgs.model_validate(call.args)
     except ValidationError:
-        return False  # the call fails validation when it runs; nothing to embed
+        return None  # the call fails validation when it runs; nothing to embed
+    return args.dense_text if args.embeds else None

@@ -18,7 +18,7 @@ from retrieval.pipeline import hybrid_search
 from retrieval.records import Record
 from retrieval.rerank import NO_MODEL_WARNING
 from retrieval.search_models import SearchOptions
-from retrieval.store import Store
+from retrieval.store import Store, embedding_text
 from tests.conftest import make_record
 
 pytestmark = pytest.mark.integration
@@ -186,6 +186,15 @@ async def test_acl_is_respected_in_every_leg(store: Store) -> None:
     board = await hybrid_search(store, query, SearchFilter.for_groups(["board"]))
     assert board.hits[0].id == SECRET.id
     assert board.legs["lexical"][0].id == SECRET.id and board.legs["dense"][0].id == SECRET.id
+
+
+def test_stored_vectors_are_read_by_id_within_the_callers_scope(store: Store) -> None:
+    target = "test:password-reset#0"
+    found = store.vectors([target, SECRET.id, "test:nope#0"], PUBLIC)
+    assert list(found) == [target]  # another group's chunk and an unknown id have none
+    again = store.embedder.encode([embedding_text(store.get_records([target], PUBLIC)[0])])[0]
+    assert found[target] == pytest.approx(again, abs=1e-5)  # the vector the index holds
+    assert SECRET.id in store.vectors([SECRET.id], SearchFilter.for_groups(["board"]))
 
 
 async def test_failed_dense_leg_degrades_with_warning(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
+from retrieval.embedding import moved_toward
 from retrieval.engines.base import Hit, SearchFilter
 from retrieval.pipeline import hybrid_search
 from retrieval.search_models import SearchOptions
@@ -59,6 +60,17 @@ class Store:
     def __init__(self, fail: bool = False) -> None:
         self.lexical, self.dense, self.embedder = Lexical(), Dense(), Embedder(fail)
         self.settings = SimpleNamespace(rerank_model=None)
+        # Stored passage vectors and who may read them (the real Store keeps them in its
+        # catalog and applies the same rule as its by-id reads).
+        self.stored = {"a": ([1.0, 0.0], "public"), "b": ([0.0, 3.0], "public")}
+        self.stored["hr-only"] = ([9.0, 9.0], "hr")
+        self.vector_reads: list[list[str]] = []
+
+    def vectors(self, ids: Sequence[str], flt: SearchFilter) -> dict[str, list[float]]:
+        self.vector_reads.append(list(ids))
+        groups = set(flt.acl_groups or ())
+        readable = [i for i in ids if i in self.stored and self.stored[i][1] in groups]
+        return {i: self.stored[i][0] for i in readable}
 
     def corpus_size(self) -> int:
         return len(RECORDS)
@@ -143,3 +155,67 @@ async def test_a_lexical_only_search_embeds_nothing_and_runs_one_leg() -> None:
     assert set(outcomes[1].detail["legs"]) == {"lexical"}
     # BM25's own ranking; the dense fake would have added the unrelated cafeteria page.
     assert [e.id for e in outcomes[1].evidence] == ["wiki:b#0", "wiki:a#0"]
+
+
+def _near(question: str, feedback: list[str]) -> ToolCall:
+    """A next-hop search: its words name the bridge, its meaning starts from the question."""
+    return ToolCall(
+        tool="search_knowledge",
+        args={"query": "Tim Burton films", "k": 3, "dense_query": question, "feedback": feedback},
+    )
+
+
+async def test_a_search_with_feedback_looks_near_the_question_and_the_found_passages() -> None:
+    store = Store()
+    ctx = ToolContext(store=store, flt=PUBLIC)
+    executor = ToolExecutor()
+    question = ToolCall(tool="search_knowledge", args={"query": QUERIES[0], "k": 3})
+    await executor.run([question], ctx, 1)
+    outcomes = await executor.run([_near(QUERIES[0], ["a", "b"])], ctx, 2)
+    assert all(o.ok for o in outcomes)
+    # The question's embedding from round one is reused: nothing new is embedded.
+    assert store.embedder.calls == [[QUERIES[0]]]
+    base = Embedder().encode([QUERIES[0]])[0]
+    assert store.dense.vectors[-1] == moved_toward(base, [[1.0, 0.0], [0.0, 3.0]])
+    assert store.dense.vectors[-1] != moved_toward(base, [])
+    assert store.vector_reads == [["a", "b"]]
+
+
+async def test_feedback_from_a_passage_the_caller_may_not_read_is_ignored() -> None:
+    store = Store()
+    ctx = ToolContext(store=store, flt=PUBLIC)
+    outcomes = await ToolExecutor().run([_near(QUERIES[0], ["hr-only", "unknown"])], ctx, 1)
+    assert all(o.ok for o in outcomes)
+    base = Embedder().encode([QUERIES[0]])[0]
+    assert store.dense.vectors == [moved_toward(base, [])]  # the question's direction only
+    assert store.embedder.calls == [[QUERIES[0]]]  # the dense query, not the search words
+    hr = ToolContext(store=store, flt=SearchFilter.for_groups(["hr"]))
+    await ToolExecutor().run([_near(QUERIES[0], ["hr-only"])], hr, 1)
+    assert store.dense.vectors[-1] == moved_toward(base, [[9.0, 9.0]])
+
+
+async def test_a_dense_query_is_embedded_even_when_nothing_was_embedded_ahead() -> None:
+    store = Store(fail=True)  # the batch fails: the search embeds its dense query itself
+    call = ToolCall(
+        tool="search_knowledge", args={"query": "Tim Burton films", "dense_query": QUERIES[2]}
+    )
+    outcomes = await ToolExecutor().run([call], ToolContext(store=store, flt=PUBLIC), 1)
+    assert all(o.ok for o in outcomes)
+    assert not any("dense" in w for w in outcomes[0].warnings)
+    assert store.embedder.calls == [[QUERIES[2]], [QUERIES[2]]]
+    assert store.dense.vectors == Embedder().encode([QUERIES[2]])
+
+
+async def test_texts_a_later_round_will_embed_go_in_the_first_rounds_batch() -> None:
+    store = Store()
+    ctx = ToolContext(store=store, flt=PUBLIC)
+    executor = ToolExecutor()
+    frame = "Who directed ?"  # what the question asks of its first hop's answer
+    question = ToolCall(tool="search_knowledge", args={"query": QUERIES[0], "k": 3})
+    executor.embed_ahead([question], ctx, also=[frame])  # as the plan node does
+    await executor.run([question], ctx, 1)
+    outcomes = await executor.run([_near(frame, ["a"])], ctx, 2)
+    assert all(o.ok for o in outcomes)
+    assert store.embedder.calls == [[QUERIES[0], frame]]  # one batch, in round one
+    base = Embedder().encode([frame])[0]
+    assert store.dense.vectors[-1] == moved_toward(base, [[1.0, 0.0]])
