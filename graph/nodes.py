@@ -103,9 +103,11 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
     opts = options_of(state)
     update: dict[str, Any] = {"round": round_no, "next_calls": []}
     warnings: list[str] = []
+    ahead: list[str] = []
     if round_no == 1:
         step = await ctx.policy.plan(view_of(state, ctx))
         calls = step.calls
+        ahead = step.embed
         update["policy_state"] = step.policy_state
         update["tokens"] = state.get("tokens", 0) + step.tokens
         warnings += step.warnings
@@ -118,7 +120,7 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
     update["plan"] = [c.model_dump() for c in fresh]
     # The round's searches start embedding their queries now (no-op for those assess
     # started), while the step is saved.
-    ctx.executor.embed_ahead(fresh, ctx.tools)
+    ctx.executor.embed_ahead(fresh, ctx.tools, also=ahead)
     update["warnings"] = warnings
     await ctx.sink.emit(
         "plan",

@@ -61,6 +61,9 @@ class View:
 class PlanStep:
     calls: list[ToolCall]
     policy_state: dict[str, Any] = field(default_factory=dict)  # replaces the old scratch
+    # Texts that later rounds' searches will embed (their ``dense_query``): embedded in
+    # this round's batch, so a dependent round embeds nothing.
+    embed: list[str] = field(default_factory=list)
     tokens: int = 0
     warnings: list[str] = field(default_factory=list)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from graph.extractive import extractive_answer, salient_terms
 from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
-from graph.policies.decompose import candidates, holds_names, innermost
+from graph.policies.decompose import SubQuestion, candidates, holds_names, innermost
 from graph.policies.ranking import rank_pool
 from graph.text import (
     STOPWORDS,
@@ -132,6 +132,11 @@ def _add_new(calls: list[ToolCall], call: ToolCall, done: set[str]) -> None:
         calls.append(call)
 
 
+def _frame(sub: SubQuestion) -> str:
+    """What the question asks of the description's answer: the question without it."""
+    return sub.substitute("") or sub.question
+
+
 class RulePolicy:
     name = "rule"
 
@@ -175,7 +180,11 @@ class RulePolicy:
                     reason=f"first hop: {first_hop.text}",
                 )
             )
-            return PlanStep(calls=calls, policy_state={"entities": entities, "chain": [q]})
+            return PlanStep(
+                calls=calls,
+                policy_state={"entities": entities, "chain": [q]},
+                embed=[_frame(first_hop)],
+            )
         inner = _RELATIVE.search(q)
         if inner and not entities:
             sub = f"{inner.group(1)} {inner.group(2)}".strip()
@@ -257,7 +266,19 @@ class RulePolicy:
                 for query in queries:
                     call = ToolCall(
                         tool="search_knowledge",
-                        args={"query": query, "k": view.options.k},
+                        # Words find the bridge entity's passages. Meaning is sought near
+                        # what the question asks of the entity (the question without the
+                        # description, embedded with the first round's batch) and the
+                        # passage that named it (feedback): the round embeds nothing.
+                        # Measured against embedding each rewritten question: R-all
+                        # MuSiQue 90 -> 89/160, HotpotQA 385 -> 387/400, 2Wiki 128 ->
+                        # 127/132, acme 40/41 both; MuSiQue p50 ~0.20 -> ~0.17 s.
+                        args={
+                            "query": query,
+                            "k": view.options.k,
+                            "dense_query": _frame(sub),
+                            "feedback": [e.id],
+                        },
                         reason=f"next hop via {entity} ({e.id})",
                         parent=e.id,
                         lead=lead,

@@ -118,10 +118,23 @@ async def test_the_rule_policy_searches_the_question_rewritten_with_the_bridge(
             Caller(),
             RunOptions(mode="iterative"),
         )
+        trace = r.get_trace(result.run_id)
     finally:
         r.close()
     searches = [q for kind, q in store.calls if kind == "search"]
     assert "county where Copake Lake is located" in searches
+    # The rewritten question's dense leg starts from what the question asks of the
+    # description's answer (embedded in the first round's batch), moved toward the
+    # passage the bridge entity was read off: the second round embeds nothing.
+    rewritten = [
+        e.data["args"]
+        for e in trace
+        if e.type == "tool_call"
+        and e.data["tool"] == "search_knowledge"
+        and e.data["args"]["query"].startswith("What is the seat of Columbia")
+    ]
+    assert rewritten and rewritten[0]["dense_query"] == "What is the seat of ?"
+    assert rewritten[0]["feedback"] == ["wiki:lake#0"]
     assert any(q.startswith("What is the seat of Columbia County") for q in searches)
     assert {"wiki:lake", "wiki:columbia"} <= {e.doc_id for e in result.evidence}
     # Provenance tells the rewritten question's hits from the sub-question's (ranking

@@ -179,9 +179,9 @@ async def test_the_next_rounds_searches_are_embedded_from_assess_exactly_as_plan
     log: list[tuple[str, Any]] = []
     real = ToolExecutor.embed_ahead
 
-    def recording(self: ToolExecutor, calls: list[Any], ctx: Any) -> None:
+    def recording(self: ToolExecutor, calls: list[Any], ctx: Any, also: Any = ()) -> None:
         log.append(("embed", [c.key() for c in calls]))
-        real(self, calls, ctx)
+        real(self, calls, ctx, also)
 
     async def on_event(event: TraceEvent) -> None:
         if event.type == "node_start":
