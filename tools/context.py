@@ -8,6 +8,7 @@ engine.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -173,20 +174,24 @@ class _MemoTitleIndex(TitleIndex):
 
 
 # Building the index scans every title; reuse it while the store's content is unchanged.
-_INDEX_CACHE: dict[tuple[int, SearchFilter], tuple[Any, TitleIndex]] = {}
-_CACHE_SIZE = 32
+# Keyed by the store object itself (weakly), never by ``id(store)``: a closed store's id is
+# reused by the next one opened, and its titles must not be served for another index.
+_INDEX_CACHE: weakref.WeakKeyDictionary[Any, dict[SearchFilter, tuple[Any, TitleIndex]]] = (
+    weakref.WeakKeyDictionary()
+)
+_CACHE_SIZE = 32  # caller filters per store
 
 
 def _cached_index(store: Any, flt: SearchFilter, list_titles: Any) -> TitleIndex:
     version = _content_version(store)
-    key = (id(store), flt)
-    hit = _INDEX_CACHE.get(key)
+    per_store = _INDEX_CACHE.setdefault(store, {})
+    hit = per_store.get(flt)
     if hit is not None and version is not None and hit[0] == version:
         return hit[1]
     index = _MemoTitleIndex(list_titles(flt))
-    if len(_INDEX_CACHE) >= _CACHE_SIZE:
-        _INDEX_CACHE.pop(next(iter(_INDEX_CACHE)))
-    _INDEX_CACHE[key] = (version, index)
+    if len(per_store) >= _CACHE_SIZE:
+        per_store.pop(next(iter(per_store)))
+    per_store[flt] = (version, index)
     return index
 
 

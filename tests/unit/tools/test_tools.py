@@ -7,6 +7,8 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
+import tools.context
+from retrieval.engines.base import SearchFilter
 from tools.catalog import Catalog, ToolOutput, ToolSpec
 from tools.context import ToolContext
 from tools.executor import ToolCall, ToolExecutor, TransientToolError
@@ -173,3 +175,23 @@ async def test_lookup_with_a_query_adds_the_pages_best_section() -> None:
     # The section that answers first, then the page's opening.
     assert [e.id for e in out.evidence] == ["wiki:svc#2", "wiki:svc#0"]
     assert out.call.key() == "lookup_entity:route-planner"  # the name identifies the call
+
+
+class _VersionedStore(MemoryStore):
+    """A store whose content version lets the tools cache its title index."""
+
+    def version(self) -> int:
+        return 1
+
+
+def test_a_title_index_is_never_served_for_another_store_at_the_same_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # CPython hands a freed object's address to a later object: a store opened after
+    # another one closed may have its id. Every store gets the same id here.
+    monkeypatch.setattr(tools.context, "id", lambda _: 1, raising=False)
+    flt = SearchFilter.for_groups([])
+    first = _VersionedStore([passage("a", "Alpha Station", "Alpha Station is a depot.")])
+    second = _VersionedStore([passage("b", "Beta Yard", "Beta Yard is a yard.")])
+    assert ToolContext(store=first, flt=flt).title_index().titles == {"Alpha Station"}  # type: ignore[union-attr]
+    assert ToolContext(store=second, flt=flt).title_index().titles == {"Beta Yard"}  # type: ignore[union-attr]
