@@ -397,15 +397,19 @@ class Store:
         ranked = [d for d in view.by_title.get(key, []) if _admits(flt, d)]
         ranked += [d for d in view.by_entity.get(key, []) if d not in ranked and _admits(flt, d)]
         if len(ranked) < limit:
-            # Fuzzy only over admitted titles, so a near-miss never reveals a hidden one.
-            visible = {
-                t: [d for d in ds if _admits(flt, d) and d not in ranked]
-                for t, ds in view.by_title.items()
+            # Fuzzy only over admitted titles, so a near-miss never reveals a hidden one,
+            # and not over a title all of whose admitted documents are ranked already.
+            visible = view.visible_titles(flt)
+            taken = {
+                t
+                for t in {d.title.casefold() for d in ranked if d.title}
+                if all(d in ranked for d in visible.get(t, ()))
             }
+            near = view.titles_near_length(flt, len(key), _FUZZY_CUTOFF)
             close = difflib.get_close_matches(
-                key, [t for t, ds in visible.items() if ds], n=limit, cutoff=0.8
+                key, [t for t in near if t not in taken], n=limit, cutoff=_FUZZY_CUTOFF
             )
-            ranked += [d for t in close for d in visible[t]]
+            ranked += [d for t in close for d in visible[t] if d not in ranked]
         out: list[Record] = []
         for d in ranked[:limit]:
             recs = self.get_document(d.doc_id, flt)
@@ -414,8 +418,18 @@ class Store:
         return out
 
 
+_FUZZY_CUTOFF = 0.8  # difflib ratio a fuzzy title match needs
+
+
 class _DocumentsView:
-    """Documents indexed by folded title and entity, rebuilt when the catalog changes."""
+    """Documents indexed by folded title and entity, rebuilt when the catalog changes.
+
+    Per caller filter it keeps, once, the titles that filter admits (``visible_titles``)
+    grouped by length: a fuzzy lookup then scores only titles whose length could reach
+    the cutoff, instead of every admitted title of the corpus on every lookup.
+    """
+
+    _FILTERS_KEPT = 32  # caller filters whose admitted titles are kept (a bounded cache)
 
     def __init__(self, version: int, docs: list[DocumentRow]) -> None:
         self.version = version
@@ -427,6 +441,44 @@ class _DocumentsView:
                 self.by_title.setdefault(d.title.casefold(), []).append(d)
             for e in d.entities:
                 self.by_entity.setdefault(e.casefold(), []).append(d)
+        self._visible: dict[SearchFilter, tuple[dict[str, list[DocumentRow]], dict[int, list[str]]]]
+        self._visible = {}
+
+    def _admitted(
+        self, flt: SearchFilter
+    ) -> tuple[dict[str, list[DocumentRow]], dict[int, list[str]]]:
+        found = self._visible.get(flt)
+        if found is None:
+            visible: dict[str, list[DocumentRow]] = {}
+            for title, ds in self.by_title.items():
+                admitted = [d for d in ds if _admits(flt, d)]
+                if admitted:
+                    visible[title] = admitted
+            by_length: dict[int, list[str]] = {}
+            for title in visible:
+                by_length.setdefault(len(title), []).append(title)
+            if len(self._visible) >= self._FILTERS_KEPT:
+                del self._visible[next(iter(self._visible))]  # the oldest
+            found = self._visible[flt] = (visible, by_length)
+        return found
+
+    def visible_titles(self, flt: SearchFilter) -> dict[str, list[DocumentRow]]:
+        """Folded title -> the documents of that title ``flt`` admits (titles with none
+        left out)."""
+        return self._admitted(flt)[0]
+
+    def titles_near_length(self, flt: SearchFilter, length: int, cutoff: float) -> list[str]:
+        """The admitted titles whose length alone does not rule out a difflib ratio of
+        ``cutoff`` against a text of ``length`` characters: exactly the titles that pass
+        ``SequenceMatcher.real_quick_ratio`` (2 * min(len) / sum of lens), which
+        ``difflib.get_close_matches`` checks first, so its answer is unchanged."""
+        by_length = self._admitted(flt)[1]
+        return [
+            title
+            for n, titles in by_length.items()
+            if 2.0 * min(n, length) / (n + length) >= cutoff
+            for title in titles
+        ]
 
 
 def _admits(flt: SearchFilter, d: DocumentRow) -> bool:

@@ -164,3 +164,31 @@ def test_reader_never_sees_zero_or_duplicate_chunks_during_replace(store):
         stop.set()
         t.join()
     assert seen and set(seen) == {2}
+
+
+def test_fuzzy_lookup_matches_difflib_over_every_admitted_title(store):
+    import difflib
+
+    titles = ["Ledger service", "Ledger services", "Ledger", "Ledger Service Runbook", "Payouts"]
+    docs = [_doc(f"d{i}.md", [f"page about {t}"], title=t) for i, t in enumerate(titles)]
+    docs.append(_doc("twin.md", ["another page titled Ledger"], title="Ledger"))
+    docs.append(_doc("hidden.md", ["hr only"], title="Ledger servic", acl=["hr"]))
+    store.ingest([r for d in docs for r in d])
+    eng = store.filter_for(["eng"])
+    visible = sorted({t.casefold() for t, _ in store.titles(eng)})
+    assert "ledger servic" not in visible  # the hidden near-miss is not a candidate
+    for name in ["ledger servce", "Ledger", "ledger service", "Ledgr", "payout", "zzz"]:
+        exact = {d for t, d in store.titles(eng) if t.casefold() == name.casefold()}
+        want = difflib.get_close_matches(name.casefold(), visible, n=5, cutoff=0.8)
+        got = [r.doc_id for r in store.lookup(name, eng, limit=5)]
+        # exact titles first, then the fuzzy titles in difflib's order (an exact title
+        # whose every document is already in the answer is not repeated)
+        assert set(got[: len(exact)]) == exact
+        fuzzy_titles = [
+            next(t.casefold() for t, d in store.titles(eng) if d == doc)
+            for doc in got[len(exact) :]
+        ]
+        assert list(dict.fromkeys(fuzzy_titles)) == [t for t in want if t != name.casefold()]
+    # A new document changes the catalog: the next lookup sees its title.
+    store.ingest(_doc("new.md", ["new page"], title="Ledger servicez"))
+    assert "test:new.md" in [r.doc_id for r in store.lookup("ledger servicez", eng, limit=5)]
