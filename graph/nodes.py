@@ -22,7 +22,7 @@ from graph.policies.base import View
 from graph.state import ResearchState
 from retrieval.fusion import rrf_fuse
 from tools.evidence import Evidence
-from tools.executor import CallOutcome, ToolCall
+from tools.executor import ToolCall
 
 Node = Callable[[ResearchState, Runtime[RunContext]], Awaitable[dict[str, Any]]]
 _TOP_IN_TRACE = 10
@@ -191,21 +191,25 @@ async def execute(state: ResearchState, runtime: Runtime[RunContext]) -> dict[st
 
 @traced("fuse")
 async def fuse(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    outcomes = [CallOutcome.model_validate(o) for o in state.get("outcomes") or []]
+    # The outcomes are the JSON dumps execute wrote (CallOutcome, validated there): fused
+    # as they are, not validated and dumped again.
+    outcomes = state.get("outcomes") or []
     rankings = {
-        f"{i}:{o.call.tool}:{o.call.query}": [e.id for e in o.evidence]
+        f"{i}:{o['call']['tool']}:{ToolCall.model_validate(o['call']).query}": [
+            e["id"] for e in o["evidence"]
+        ]
         for i, o in enumerate(outcomes)
-        if o.ok
+        if o["ok"]
     }
     fused = rrf_fuse(rankings)
     found: dict[str, dict[str, Any]] = {}
     for o in outcomes:
-        for e in o.evidence:
-            item = e.model_dump(mode="json")
-            if e.id in found:  # the same passage from two calls of this round
-                found[e.id]["provenance"] += item["provenance"]
+        for e in o["evidence"]:
+            if e["id"] in found:  # the same passage from two calls of this round
+                first = found[e["id"]]
+                found[e["id"]] = {**first, "provenance": [*first["provenance"], *e["provenance"]]}
             else:
-                found[e.id] = item
+                found[e["id"]] = e
     before = state.get("pool") or {}
     entered = [f.id for f in fused if f.id not in before]
     await runtime.context.sink.emit(

@@ -167,7 +167,11 @@ def name_distance(toks: list[str], anchors: list[int], name: str) -> int | None:
 def is_label(name: str, text: str, table_cells: bool = False) -> bool:
     """A one-word field label or heading in ``text`` ("Status:", "## Summary"; with
     ``table_cells`` also a table cell "| Default |"), not a name."""
-    if " " in name:
+    if " " in name or name not in text:
+        return False
+    # Every form needs the name itself and a ':', '#' or '|' in the text: most passages
+    # have neither, and the pattern (compiled per name) is then not needed at all.
+    if ":" not in text and "#" not in text and not (table_cells and "|" in text):
         return False
     return bool(_label_pattern(name, table_cells).search(text))
 

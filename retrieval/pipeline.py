@@ -96,6 +96,12 @@ def _passage(record: Record) -> str:
     return f"{title}: {record.text}" if title and not record.text.startswith(title) else record.text
 
 
+def _item(item_id: str, rank: int, score: float, title: str) -> RankedItem:
+    """A ranked-list entry from values the engines and fusion typed already: built without
+    validation, since a search makes a few hundred (each leg's list, fused, capped)."""
+    return RankedItem.model_construct(id=item_id, rank=rank, score=float(score), title=title)
+
+
 def _hit(record: Record, score: float, rerank_score: float | None = None) -> SearchHit:
     return SearchHit(
         id=record.id,
@@ -266,9 +272,7 @@ async def hybrid_search(
         items = []
         for position, hit in enumerate(leg_hits[leg], start=1):
             records.setdefault(hit.id, hit.record)
-            items.append(
-                RankedItem(id=hit.id, rank=position, score=hit.score, title=hit.record.title)
-            )
+            items.append(_item(hit.id, position, hit.score, hit.record.title))
         legs_out[leg] = items
 
     # -- 3./4. fuse, optional signals, per-document cap ------------------------------
@@ -311,8 +315,7 @@ async def hybrid_search(
 
     def ranked(items: list[FusedItem]) -> list[RankedItem]:
         return [
-            RankedItem(id=f.id, rank=n, score=scores[f.id], title=records[f.id].title)
-            for n, f in enumerate(items, start=1)
+            _item(f.id, n, scores[f.id], records[f.id].title) for n, f in enumerate(items, start=1)
         ]
 
     # -- 5. rerank -------------------------------------------------------------------
@@ -347,7 +350,7 @@ async def hybrid_search(
                     candidates, key=lambda i: (-rerank_scores[i], candidate_position[i])
                 )
                 reranked = [
-                    RankedItem(id=i, rank=n, score=rerank_scores[i], title=records[i].title)
+                    _item(i, n, rerank_scores[i], records[i].title)
                     for n, i in enumerate(by_score, start=1)
                 ]
                 final_ids = by_score + final_ids[len(candidates) :]
