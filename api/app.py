@@ -156,6 +156,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = await factory(settings)
+        await _warm_up(services.store)
         await services.pool.start()
         services.sources.start()
         app.state.services = services
@@ -190,6 +191,20 @@ def create_app(
         app.include_router(module.router)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     return app
+
+
+async def _warm_up(store: Any) -> None:
+    """The embedding model and query encoder loaded before the first request, not during
+    it. A failure is logged and start-up goes on: searches then report the same error."""
+    from retrieval.pipeline import warm_up
+
+    try:
+        took = await asyncio.to_thread(warm_up, store)
+    except Exception as exc:  # noqa: BLE001 - logged; each search reports it again
+        log.warning("embedding warm-up failed: %s: %s", type(exc).__name__, exc)
+        return
+    if took is not None:
+        log.info("embedding model warmed up", extra={"seconds": round(took, 3)})
 
 
 def _operation_id(route: APIRoute) -> str:
