@@ -135,6 +135,23 @@ async def memory_search(
     )
 
 
+class RecordingEmbedder:
+    """An embedder double: records every encode call, raises ``error`` for the first
+    ``failures`` calls, and otherwise returns small vectors that depend on the text."""
+
+    def __init__(self, failures: int = 0, error: Exception | None = None) -> None:
+        self.calls: list[list[str]] = []
+        self.failures = failures
+        self.error = error or RuntimeError("encoder busy")
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        if self.failures > 0:
+            self.failures -= 1
+            raise self.error
+        return [[float(len(t)), float(sum(map(ord, t)) % 7)] for t in texts]
+
+
 def passage(
     doc: str,
     title: str,

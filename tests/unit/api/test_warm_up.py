@@ -13,18 +13,7 @@ from api.auth import KeyRing
 from api.settings import ApiSettings
 from api.tasks.store import TaskStore
 from tests.unit.api.conftest import FakeResearcher, FakeStore
-
-
-class RecordingEmbedder:
-    def __init__(self, fail: bool = False) -> None:
-        self.calls: list[list[str]] = []
-        self.fail = fail
-
-    def encode(self, texts: list[str]) -> list[list[float]]:
-        self.calls.append(list(texts))
-        if self.fail:
-            raise OSError("model folder /models/minilm is missing")
-        return [[1.0, 0.0] for _ in texts]
+from tools.testing import RecordingEmbedder
 
 
 def _app(settings: ApiSettings, store: Any) -> Any:
@@ -50,7 +39,9 @@ async def test_a_failed_warm_up_is_logged_and_the_service_still_starts(
     settings: ApiSettings, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = FakeStore()
-    store.embedder = RecordingEmbedder(fail=True)  # type: ignore[assignment]
+    store.embedder = RecordingEmbedder(
+        failures=1, error=OSError("model folder /models/minilm is missing")
+    )  # type: ignore[assignment]
     app = _app(settings, store)
     with caplog.at_level(logging.WARNING, logger="waypoint.api"):
         async with app.router.lifespan_context(app):

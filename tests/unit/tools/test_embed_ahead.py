@@ -13,7 +13,7 @@ from retrieval.pipeline import hybrid_search
 from retrieval.search_models import SearchOptions
 from tools.context import ToolContext
 from tools.executor import ToolCall, ToolExecutor
-from tools.testing import memory_search, passage
+from tools.testing import RecordingEmbedder, memory_search, passage
 
 PUBLIC = SearchFilter.for_groups([])
 RECORDS = [
@@ -21,19 +21,6 @@ RECORDS = [
     passage("b", "Tim Burton", "Tim Burton is an American filmmaker."),
     passage("c", "Cafeteria", "The cafeteria opens at eight."),
 ]
-
-
-class Embedder:
-    def __init__(self, fail: bool = False) -> None:
-        self.calls: list[list[str]] = []
-        self.fail = fail
-
-    def encode(self, texts: list[str]) -> list[list[float]]:
-        self.calls.append(list(texts))
-        if self.fail:
-            self.fail = False  # the batch fails; a search's own encode then works
-            raise RuntimeError("encoder busy")
-        return [[float(len(t)), float(sum(map(ord, t)) % 7)] for t in texts]
 
 
 class Lexical:
@@ -58,7 +45,11 @@ class Dense:
 
 class Store:
     def __init__(self, fail: bool = False) -> None:
-        self.lexical, self.dense, self.embedder = Lexical(), Dense(), Embedder(fail)
+        self.lexical, self.dense, self.embedder = (
+            Lexical(),
+            Dense(),
+            RecordingEmbedder(failures=int(fail)),
+        )
         self.settings = SimpleNamespace(rerank_model=None)
         # Stored passage vectors and who may read them (the real Store keeps them in its
         # catalog and applies the same rule as its by-id reads).
@@ -124,7 +115,7 @@ async def test_a_swapped_search_function_is_left_to_embed_as_it_likes() -> None:
     from tools.testing import MemoryStore
 
     store: Any = MemoryStore(RECORDS)
-    store.embedder = Embedder()
+    store.embedder = RecordingEmbedder()
     ctx = ToolContext(store=store, flt=PUBLIC, search_fn=memory_search)
     outcomes = await ToolExecutor().run(_searches(), ctx, 1)
     assert all(o.ok for o in outcomes)
@@ -175,7 +166,7 @@ async def test_a_search_with_feedback_looks_near_the_question_and_the_found_pass
     assert all(o.ok for o in outcomes)
     # The question's embedding from round one is reused: nothing new is embedded.
     assert store.embedder.calls == [[QUERIES[0]]]
-    base = Embedder().encode([QUERIES[0]])[0]
+    base = RecordingEmbedder().encode([QUERIES[0]])[0]
     assert store.dense.vectors[-1] == moved_toward(base, [[1.0, 0.0], [0.0, 3.0]])
     assert store.dense.vectors[-1] != moved_toward(base, [])
     assert store.vector_reads == [["a", "b"]]
@@ -186,7 +177,7 @@ async def test_feedback_from_a_passage_the_caller_may_not_read_is_ignored() -> N
     ctx = ToolContext(store=store, flt=PUBLIC)
     outcomes = await ToolExecutor().run([_near(QUERIES[0], ["hr-only", "unknown"])], ctx, 1)
     assert all(o.ok for o in outcomes)
-    base = Embedder().encode([QUERIES[0]])[0]
+    base = RecordingEmbedder().encode([QUERIES[0]])[0]
     assert store.dense.vectors == [moved_toward(base, [])]  # the question's direction only
     assert store.embedder.calls == [[QUERIES[0]]]  # the dense query, not the search words
     hr = ToolContext(store=store, flt=SearchFilter.for_groups(["hr"]))
@@ -203,7 +194,7 @@ async def test_a_dense_query_is_embedded_even_when_nothing_was_embedded_ahead() 
     assert all(o.ok for o in outcomes)
     assert not any("dense" in w for w in outcomes[0].warnings)
     assert store.embedder.calls == [[QUERIES[2]], [QUERIES[2]]]
-    assert store.dense.vectors == Embedder().encode([QUERIES[2]])
+    assert store.dense.vectors == RecordingEmbedder().encode([QUERIES[2]])
 
 
 async def test_texts_a_later_round_will_embed_go_in_the_first_rounds_batch() -> None:
@@ -217,5 +208,5 @@ async def test_texts_a_later_round_will_embed_go_in_the_first_rounds_batch() -> 
     outcomes = await executor.run([_near(frame, ["a"])], ctx, 2)
     assert all(o.ok for o in outcomes)
     assert store.embedder.calls == [[QUERIES[0], frame]]  # one batch, in round one
-    base = Embedder().encode([frame])[0]
+    base = RecordingEmbedder().encode([frame])[0]
     assert store.dense.vectors[-1] == moved_toward(base, [[1.0, 0.0]])
