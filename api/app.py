@@ -199,7 +199,7 @@ async def _warm_up(store: Any) -> None:
     from retrieval.pipeline import warm_up
 
     try:
-        took = await asyncio.to_thread(warm_up, store)
+        took = await warm_up(store)
     except Exception as exc:  # noqa: BLE001 - logged; each search reports it again
         log.warning("embedding warm-up failed: %s: %s", type(exc).__name__, exc)
         return

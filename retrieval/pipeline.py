@@ -168,7 +168,13 @@ def query_encoder() -> ThreadPoolExecutor:
         return _QUERY_POOL
 
 
-def warm_up(store: Any) -> float | None:
+def encode_queries(embedder: Any, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
+    """Embed search queries on :func:`query_encoder`'s threads (the running loop's future
+    of the vectors): the one way a search, a batch embedded ahead or a warm-up encodes."""
+    return asyncio.get_running_loop().run_in_executor(query_encoder(), embedder.encode, list(texts))
+
+
+async def warm_up(store: Any) -> float | None:
     """Load the embedding model and start the query-encoder threads now, so the first
     search of a process does not pay for both (~0.7 s seen). A long-running service calls
     it at start-up. Returns the seconds it took, or None for a store without an embedder;
@@ -177,7 +183,7 @@ def warm_up(store: Any) -> float | None:
     if embedder is None:
         return None
     started = time.perf_counter()
-    query_encoder().submit(embedder.encode, ["warm-up"]).result()
+    await encode_queries(embedder, ["warm-up"])
     return time.perf_counter() - started
 
 
@@ -245,10 +251,7 @@ async def hybrid_search(
     async def run_dense() -> list[Hit]:
         vector = await query_vector() if query_vector is not None else None
         if vector is None:
-            encoded = await asyncio.get_running_loop().run_in_executor(
-                query_encoder(), store.embedder.encode, [leg_queries["dense"]]
-            )
-            vector = encoded[0]
+            vector = (await encode_queries(store.embedder, [leg_queries["dense"]]))[0]
         return await asyncio.to_thread(lambda: list(store.dense.search(vector, depth, flt)))
 
     async def run_leg(leg: str) -> list[Hit]:

@@ -398,17 +398,11 @@ class Store:
         ranked += [d for d in view.by_entity.get(key, []) if d not in ranked and _admits(flt, d)]
         if len(ranked) < limit:
             # Fuzzy only over admitted titles, so a near-miss never reveals a hidden one,
-            # and not over a title all of whose admitted documents are ranked already.
+            # and only over titles with an admitted document not ranked already.
             visible = view.visible_titles(flt)
-            taken = {
-                t
-                for t in {d.title.casefold() for d in ranked if d.title}
-                if all(d in ranked for d in visible.get(t, ()))
-            }
             near = view.titles_near_length(flt, len(key), _FUZZY_CUTOFF)
-            close = difflib.get_close_matches(
-                key, [t for t in near if t not in taken], n=limit, cutoff=_FUZZY_CUTOFF
-            )
+            open_titles = [t for t in near if any(d not in ranked for d in visible[t])]
+            close = difflib.get_close_matches(key, open_titles, n=limit, cutoff=_FUZZY_CUTOFF)
             ranked += [d for t in close for d in visible[t] if d not in ranked]
         out: list[Record] = []
         for d in ranked[:limit]:

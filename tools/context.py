@@ -62,7 +62,7 @@ class ToolContext:
         embedder = getattr(self.store, "embedder", None)
         if self.search_fn is not None or embedder is None:
             return
-        from retrieval.pipeline import dense_leg_query, query_encoder
+        from retrieval.pipeline import dense_leg_query, encode_queries
 
         texts = [
             t
@@ -71,7 +71,7 @@ class ToolContext:
         ]
         if not texts:
             return
-        batch = asyncio.get_running_loop().run_in_executor(query_encoder(), embedder.encode, texts)
+        batch = encode_queries(embedder, texts)
         # A failed batch no search awaits (the run ended first) is not an unretrieved error.
         batch.add_done_callback(lambda f: f.cancelled() or f.exception())
         for i, text in enumerate(texts):
@@ -123,11 +123,9 @@ class ToolContext:
         embedder = getattr(self.store, "embedder", None)
         if embedder is None:
             return None
-        from retrieval.pipeline import query_encoder
+        from retrieval.pipeline import encode_queries
 
-        loop = asyncio.get_running_loop()
-        vectors = await loop.run_in_executor(query_encoder(), embedder.encode, [text])
-        return vectors[0]  # type: ignore[no-any-return]
+        return (await encode_queries(embedder, [text]))[0]
 
     def title_index(self) -> TitleIndex | None:
         """Titles the caller may read, if the store can list them (``store.titles(flt)``).
