@@ -121,6 +121,7 @@ class ModeRunner:
             k=self.budget,
             legs=SINGLE_ROUND_LEGS[self.mode],
             rerank=self.mode == "hybrid",
+            explain_depth=self.budget,  # only the hits are scored: no full ranked lists
         )
         result = await hybrid_search(self.store, q.question, flt, options)
         hits = result.hits[: self.budget]

@@ -97,9 +97,9 @@ def _passage(record: Record) -> str:
 
 
 def _item(item_id: str, rank: int, score: float, title: str) -> RankedItem:
-    """A ranked-list entry from values the engines and fusion typed already: built without
-    validation, since a search makes a few hundred (each leg's list, fused, capped)."""
-    return RankedItem.model_construct(id=item_id, rank=rank, score=float(score), title=title)
+    # Plain construction: pydantic-core validates four scalars in ~0.8 us, where
+    # ``model_construct`` (Python) takes ~1.7 us.
+    return RankedItem(id=item_id, rank=rank, score=score, title=title)
 
 
 def _hit(record: Record, score: float, rerank_score: float | None = None) -> SearchHit:
@@ -281,20 +281,23 @@ async def hybrid_search(
         raise SearchFailed(warnings, legs)
 
     records: dict[str, Record] = {}
-    legs_out: dict[str, list[RankedItem]] = {}
-    for leg in legs:
-        if leg not in leg_hits:
-            continue
-        items = []
-        for position, hit in enumerate(leg_hits[leg], start=1):
+    for found in leg_hits.values():
+        for hit in found:
             records.setdefault(hit.id, hit.record)
-            items.append(_item(hit.id, position, hit.score, hit.record.title))
-        legs_out[leg] = items
+    shown = options.explain_depth  # entries kept per ranked list of the result
+    legs_out = {
+        leg: [
+            _item(hit.id, position, hit.score, hit.record.title)
+            for position, hit in enumerate(leg_hits[leg][:shown], start=1)
+        ]
+        for leg in legs
+        if leg in leg_hits
+    }
 
     # -- 3./4. fuse, optional signals, per-document cap ------------------------------
     start = time.perf_counter()
     fused = rrf_fuse(
-        {leg: [i.id for i in items] for leg, items in legs_out.items()},
+        {leg: [hit.id for hit in found] for leg, found in leg_hits.items()},
         weights=options.leg_weights,
         rrf_k=options.rrf_k,
     )
@@ -331,7 +334,8 @@ async def hybrid_search(
 
     def ranked(items: list[FusedItem]) -> list[RankedItem]:
         return [
-            _item(f.id, n, scores[f.id], records[f.id].title) for n, f in enumerate(items, start=1)
+            _item(f.id, n, scores[f.id], records[f.id].title)
+            for n, f in enumerate(items[:shown], start=1)
         ]
 
     # -- 5. rerank -------------------------------------------------------------------
@@ -367,7 +371,7 @@ async def hybrid_search(
                 )
                 reranked = [
                     _item(i, n, rerank_scores[i], records[i].title)
-                    for n, i in enumerate(by_score, start=1)
+                    for n, i in enumerate(by_score[:shown], start=1)
                 ]
                 final_ids = by_score + final_ids[len(candidates) :]
     timings["rerank"] = _ms(start)

@@ -53,7 +53,9 @@ class Record(BaseModel):
     # -- convenience accessors (read-only views on metadata) --
     @property
     def doc_id(self) -> str:
-        return str(self.metadata.get(Meta.DOC_ID, self.id.split("#", 1)[0]))
+        # Not ``get(key, default)``: the default (a split) would be built on every read.
+        meta = self.metadata
+        return str(meta[Meta.DOC_ID]) if Meta.DOC_ID in meta else self.id.split("#", 1)[0]
 
     @property
     def title(self) -> str:

@@ -32,6 +32,10 @@ class SearchOptions(BaseModel):
     leg_timeout_s: float = Field(default=30.0, gt=0)  # a slower leg is dropped with a warning
     # Which query the dense leg embeds (see retrieval/pipeline.py for the measurement).
     dense_query: Literal["original", "rewritten"] = "original"
+    # How many entries of each ranked list (legs, fused, capped, reranked) the result keeps;
+    # None = all. A caller that reports only the top of each list (the research loop's
+    # trace) need not have the rest built.
+    explain_depth: int | None = Field(default=None, ge=1, le=1000)
 
 
 class Locator(BaseModel):

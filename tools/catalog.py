@@ -105,7 +105,12 @@ class NeighborArgs(BaseModel):
 
 async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
     k = args.k or ctx.default_k
-    options = SearchOptions(k=k) if args.legs is None else SearchOptions(k=k, legs=list(args.legs))
+    # The detail reports the top k of each ranked list: the rest is not built.
+    options = (
+        SearchOptions(k=k, explain_depth=k)
+        if args.legs is None
+        else SearchOptions(k=k, explain_depth=k, legs=list(args.legs))
+    )
     if ctx.search_fn is not None:  # a swapped search embeds as it likes (no dense_query)
         result = await ctx.search_fn(ctx.store, args.query, ctx.flt, options)
     else:

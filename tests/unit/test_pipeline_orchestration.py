@@ -139,6 +139,20 @@ async def test_legs_get_their_queries_and_fuse_by_rank() -> None:
     )
 
 
+async def test_explain_depth_shortens_the_lists_not_the_search() -> None:
+    lexical, dense = [A, B, C, _rec("e")], [B, D, A, _rec("f")]
+    full = await hybrid_search(FakeStore(lexical, dense), "retry policy", PUBLIC)
+    short = await hybrid_search(
+        FakeStore(lexical, dense), "retry policy", PUBLIC, SearchOptions(explain_depth=2)
+    )
+    # Fusion, cap and hits see every candidate; only the reported lists are cut.
+    assert [h.id for h in short.hits] == [h.id for h in full.hits]
+    assert len(full.fused) == 6 and len(full.legs["lexical"]) == 4
+    for leg in ("lexical", "dense"):
+        assert short.legs[leg] == full.legs[leg][:2]
+    assert short.fused == full.fused[:2] and short.capped == full.capped[:2]
+
+
 async def test_dense_can_embed_the_rewritten_query() -> None:
     store = FakeStore(lexical=[A], dense=[A])
     await hybrid_search(
