@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from retrieval.search_models import SearchOptions
 from tools.context import ToolContext
@@ -64,11 +64,25 @@ class SearchArgs(BaseModel):
         max_length=1000,
         description="what the dense leg embeds instead of the query (what a question asks)",
     )
+    dense_parts: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(
+        default_factory=list,
+        max_length=4,
+        description=(
+            "instead of one dense text: parts of a composed question (what it asks, the "
+            "description inside it); the dense leg looks near all of them at once"
+        ),
+    )
     feedback: list[str] = Field(
         default_factory=list,
         max_length=5,
         description="ids of passages found already: the dense leg also looks near them",
     )
+
+    @model_validator(mode="after")
+    def _one_dense_text(self) -> SearchArgs:
+        if self.dense_query is not None and self.dense_parts:
+            raise ValueError("give dense_query or dense_parts, not both")
+        return self
 
     @property
     def embeds(self) -> bool:
@@ -76,9 +90,15 @@ class SearchArgs(BaseModel):
         return self.legs is None or "dense" in self.legs
 
     @property
-    def dense_text(self) -> str:
-        """The text the dense leg embeds (before the pipeline's own dense-leg rewrite)."""
-        return self.dense_query or self.query
+    def dense_texts(self) -> list[str]:
+        """The texts the dense leg embeds (before the pipeline's own dense-leg rewrite):
+        ``dense_parts``, else ``dense_query``, else the query."""
+        return list(self.dense_parts) or [self.dense_query or self.query]
+
+    @property
+    def own_dense_text(self) -> bool:
+        """Whether the dense leg embeds the query itself (as a plain search does)."""
+        return self.dense_query is None and not self.dense_parts
 
 
 class LookupArgs(BaseModel):
@@ -122,10 +142,10 @@ async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
             ctx.flt,
             options,
             query_vector=ctx.dense_vector(
-                args.dense_text,
+                args.dense_texts,
                 options,
                 feedback=args.feedback,
-                own_query=args.dense_query is None,
+                own_query=args.own_dense_text,
             ),
         )
     detail: dict[str, Any] = {

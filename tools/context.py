@@ -8,6 +8,7 @@ engine.
 from __future__ import annotations
 
 import asyncio
+import functools
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -79,43 +80,54 @@ class ToolContext:
 
     def dense_vector(
         self,
-        text: str,
+        texts: Sequence[str],
         options: Any = None,
         feedback: Sequence[str] = (),
         own_query: bool = True,
     ) -> Callable[[], Awaitable[Sequence[float] | None]] | None:
         """What ``hybrid_search(query_vector=...)`` awaits for a search whose dense leg
-        embeds ``text``: its embedding (computed ahead when it was, else now), moved toward
-        the stored vectors of the ``feedback`` passages the caller may read
-        (:func:`retrieval.embedding.moved_toward`).
+        embeds ``texts``: their embeddings (computed ahead when they were, else now),
+        summed, moved toward the stored vectors of the ``feedback`` passages the caller
+        may read (:func:`retrieval.embedding.moved_toward`, which also normalises).
 
-        None when there is nothing to add: ``text`` is the search's own query
-        (``own_query``), it was not embedded ahead and there is no feedback; the search
-        embeds it itself.
+        Several texts are the parts of a composed question: the vector of "What is the
+        seat of ?" plus that of "county where Van Hook Township is located" looks for
+        both at once, and neither is the long question the batch would otherwise pad to.
+
+        None when there is nothing to add: one text, the search's own query
+        (``own_query``), not embedded ahead and no feedback; the search embeds it itself.
         """
         from retrieval.pipeline import dense_leg_query
 
-        dense_text = dense_leg_query(text, options)
-        entry = self._vectors.get(dense_text)
-        plain = own_query and not feedback
-        if entry is None and plain:
-            return None
+        dense_texts = list(dict.fromkeys(dense_leg_query(t, options) for t in texts))
+        if not dense_texts:
+            raise ValueError("no text for the dense leg")
+        entries = [self._vectors.get(t) for t in dense_texts]
+        if own_query and not feedback and len(dense_texts) == 1:
+            ahead = entries[0]
+            # Embedded ahead, or None: the search embeds it (and reports a failure) itself.
+            return None if ahead is None else functools.partial(_embedded_ahead, ahead)
+
+        async def part(text: str, entry: Any) -> Sequence[float] | None:
+            found = await _embedded_ahead(entry) if entry is not None else None
+            return found if found is not None else await self._embed_now(text)
 
         async def vector() -> Sequence[float] | None:
-            base = await _embedded_ahead(entry) if entry is not None else None
-            if base is None:
-                if plain:
-                    return None  # the search embeds (and reports) on its own
-                base = await self._embed_now(dense_text)
-                if base is None:
-                    return None
+            parts = await asyncio.gather(
+                *(part(t, e) for t, e in zip(dense_texts, entries, strict=True))
+            )
+            if any(p is None for p in parts):
+                return None  # no embedder: the search embeds (and reports) on its own
+            base, *others = [p for p in parts if p is not None]
             stored_vectors = getattr(self.store, "vectors", None)
-            if not feedback or stored_vectors is None:
+            if not others and (not feedback or stored_vectors is None):
                 return base
+            if feedback and stored_vectors is not None:
+                stored = await asyncio.to_thread(stored_vectors, list(feedback), self.flt)
+                others += [stored[i] for i in dict.fromkeys(feedback) if i in stored]
             from retrieval.embedding import moved_toward
 
-            stored = await asyncio.to_thread(stored_vectors, list(feedback), self.flt)
-            return moved_toward(base, [stored[i] for i in dict.fromkeys(feedback) if i in stored])
+            return moved_toward(base, others)
 
         return vector
 

@@ -106,9 +106,7 @@ class ToolExecutor:
             if call.tool not in self.catalog or not isinstance(query, str):
                 continue
             if self.catalog.get(call.tool).fn is search_knowledge:
-                text = _dense_text(call)
-                if text is not None:
-                    queries.append(text)
+                queries += _dense_texts(call)
         if queries or also:
             ctx.embed_ahead([*queries, *also])
 
@@ -183,10 +181,10 @@ def _one_line(exc: BaseException | None) -> str:
     return " ".join(text.split())[:300]
 
 
-def _dense_text(call: ToolCall) -> str | None:
-    """What a search call's dense leg embeds; None for a lexical-only search."""
+def _dense_texts(call: ToolCall) -> list[str]:
+    """What a search call's dense leg embeds; nothing for a lexical-only search."""
     try:
         args = SearchArgs.model_validate(call.args)
     except ValidationError:
-        return None  # the call fails validation when it runs; nothing to embed
-    return args.dense_text if args.embeds else None
+        return []  # the call fails validation when it runs; nothing to embed
+    return args.dense_texts if args.embeds else []

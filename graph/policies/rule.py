@@ -173,6 +173,17 @@ class RulePolicy:
         # bridge entity off what it finds and searches the question rewritten with it.
         first_hop = None if entities else innermost(q, view.titles)
         if first_hop is not None:
+            # The question's dense leg looks near its two parts, both embedded in this
+            # round's batch anyway (the first hop's search, the next hop's frame), instead
+            # of embedding the whole question: the batch no longer pads to its length.
+            # Measured against embedding the question: R-all MuSiQue 89 -> 92/160,
+            # HotpotQA 387/400, 2Wiki 127/132, acme 40/41 unchanged; MuSiQue p50 -5.5 ms
+            # (paired, 160 questions).
+            calls[0] = ToolCall(
+                tool="search_knowledge",
+                args={"query": q, "k": k, "dense_parts": [first_hop.query, _frame(first_hop)]},
+                reason="question",
+            )
             calls.append(
                 ToolCall(
                     tool="search_knowledge",

@@ -134,6 +134,14 @@ async def test_the_rule_policy_searches_the_question_rewritten_with_the_bridge(
         and e.data["args"]["query"].startswith("What is the seat of Columbia")
     ]
     assert rewritten and rewritten[0]["dense_query"] == "What is the seat of ?"
+    # Round one's question search looks near the question's two parts (embedded for the
+    # first hop's search and the next hop anyway), not near the whole question.
+    question_call = next(e.data["args"] for e in trace if e.type == "tool_call" and e.round == 1)
+    assert question_call["query"].startswith("What is the seat of the county")
+    assert question_call["dense_parts"] == [
+        "county where Copake Lake is located",
+        "What is the seat of ?",
+    ]
     assert rewritten[0]["feedback"] == ["wiki:lake#0"]
     assert any(q.startswith("What is the seat of Columbia County") for q in searches)
     assert {"wiki:lake", "wiki:columbia"} <= {e.doc_id for e in result.evidence}

@@ -7,10 +7,14 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+from pydantic import ValidationError
+
 from retrieval.embedding import moved_toward
 from retrieval.engines.base import Hit, SearchFilter
 from retrieval.pipeline import hybrid_search
 from retrieval.search_models import SearchOptions
+from tools.catalog import SearchArgs
 from tools.context import ToolContext
 from tools.executor import ToolCall, ToolExecutor
 from tools.testing import RecordingEmbedder, memory_search, passage
@@ -210,3 +214,50 @@ async def test_texts_a_later_round_will_embed_go_in_the_first_rounds_batch() -> 
     assert store.embedder.calls == [[QUERIES[0], frame]]  # one batch, in round one
     base = RecordingEmbedder().encode([frame])[0]
     assert store.dense.vectors[-1] == moved_toward(base, [[1.0, 0.0]])
+
+
+async def test_a_composed_question_looks_near_its_parts_and_is_not_embedded_itself() -> None:
+    store = Store()
+    ctx = ToolContext(store=store, flt=PUBLIC)
+    executor = ToolExecutor()
+    first_hop, frame = "director of Ed Wood", "Who is the wife of ?"
+    calls = [
+        ToolCall(
+            tool="search_knowledge",
+            args={"query": "Who is the wife of the director of Ed Wood?", "k": 3,
+                  "dense_parts": [first_hop, frame]},
+        ),
+        ToolCall(tool="search_knowledge", args={"query": first_hop, "k": 3}),
+    ]  # fmt: skip
+    executor.embed_ahead(calls, ctx, also=[frame])  # as the plan node does
+    outcomes = await executor.run(calls, ctx, 1)
+    assert all(o.ok for o in outcomes)
+    # One batch of the two parts; the long question is never embedded.
+    assert store.embedder.calls == [[first_hop, frame]]
+    parts = RecordingEmbedder().encode([first_hop, frame])
+    # The question's vector: the parts' summed and normalised; the first hop's: its own.
+    # (The two searches run concurrently: either may reach the engine first.)
+    assert sorted(store.dense.vectors) == sorted([moved_toward(parts[0], parts[1:]), parts[0]])
+
+
+async def test_parts_whose_batch_failed_are_embedded_one_by_one() -> None:
+    store = Store(fail=True)  # the round's batch fails: each part is embedded on its own
+    call = ToolCall(
+        tool="search_knowledge",
+        args={"query": "Tim Burton films", "dense_parts": [QUERIES[0], QUERIES[2]]},
+    )
+    outcomes = await ToolExecutor().run([call], ToolContext(store=store, flt=PUBLIC), 1)
+    assert all(o.ok for o in outcomes)
+    assert not any("dense" in w for w in outcomes[0].warnings)
+    assert store.embedder.calls == [[QUERIES[0], QUERIES[2]], [QUERIES[0]], [QUERIES[2]]]
+    parts = RecordingEmbedder().encode([QUERIES[0], QUERIES[2]])
+    assert store.dense.vectors == [moved_toward(parts[0], parts[1:])]
+
+
+def test_dense_query_and_dense_parts_exclude_each_other() -> None:
+    with pytest.raises(ValidationError, match="not both"):
+        SearchArgs.model_validate({"query": "q", "dense_query": "a", "dense_parts": ["b"]})
+    assert SearchArgs.model_validate({"query": "q", "dense_parts": ["a", "b"]}).dense_texts == [
+        "a",
+        "b",
+    ]
