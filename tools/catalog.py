@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from retrieval.records import ALL_LEGS
 from retrieval.search_models import SearchOptions
 from tools.context import ToolContext
 from tools.evidence import Evidence
@@ -126,11 +127,7 @@ class NeighborArgs(BaseModel):
 async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
     k = args.k or ctx.default_k
     # The detail reports the top k of each ranked list: the rest is not built.
-    options = (
-        SearchOptions(k=k, explain_depth=k)
-        if args.legs is None
-        else SearchOptions(k=k, explain_depth=k, legs=list(args.legs))
-    )
+    options = SearchOptions(k=k, explain_depth=k, legs=list(args.legs or ALL_LEGS))
     if ctx.search_fn is not None:  # a swapped search embeds as it likes (no dense_query)
         result = await ctx.search_fn(ctx.store, args.query, ctx.flt, options)
     else:

@@ -179,11 +179,8 @@ class RulePolicy:
             # Measured against embedding the question: R-all MuSiQue 89 -> 92/160,
             # HotpotQA 387/400, 2Wiki 127/132, acme 40/41 unchanged; MuSiQue p50 -5.5 ms
             # (paired, 160 questions).
-            calls[0] = ToolCall(
-                tool="search_knowledge",
-                args={"query": q, "k": k, "dense_parts": [first_hop.query, _frame(first_hop)]},
-                reason="question",
-            )
+            parts = [first_hop.query, _frame(first_hop)]
+            calls[0] = calls[0].model_copy(update={"args": {**calls[0].args, "dense_parts": parts}})
             calls.append(
                 ToolCall(
                     tool="search_knowledge",
