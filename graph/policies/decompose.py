@@ -82,6 +82,9 @@ class SubQuestion:
     end: int
     head: str  # "county", "husband": the kind of entity it names
     query: str  # the description as a search ("county where Van Hook Township is located")
+    # Where the question names something (``anchors``), worked out once: the bridge hop
+    # checks every passage it reads against the names inside the description.
+    names: tuple[Span, ...] = ()
 
     @property
     def text(self) -> str:
@@ -271,16 +274,14 @@ def innermost(question: str, titles: TitleIndex | None) -> SubQuestion | None:
     outer = (question[: o.start] + question[end:]).strip()
     if not set(terms(outer)) - {"who", "what", "which", "whom", "where", "when", "how"}:
         return None
-    return SubQuestion(question, o.start, end, o.head, query)
+    return SubQuestion(question, o.start, end, o.head, query, tuple(names))
 
 
-def holds_names(
-    sub: SubQuestion, e: Evidence, titles: TitleIndex | None, in_title: bool = False
-) -> bool:
+def holds_names(sub: SubQuestion, e: Evidence, in_title: bool = False) -> bool:
     """Whether a passage (or, ``in_title``, its title) mentions every name the
     description holds."""
     have = set(terms(e.title if in_title else f"{e.title} {e.text}"))
-    for s in anchors(sub.question, titles):
+    for s in sub.names:
         if s.start >= sub.start and s.end <= sub.end:
             need = set(terms(sub.question[s.start : s.end]))
             if need and not need <= have:
@@ -306,7 +307,7 @@ def candidates(
     # Multi-word names of the question (a single word may be a surname the answer shares).
     q_names = [
         sub.question[s.start : s.end].casefold()
-        for s in anchors(sub.question, titles)
+        for s in sub.names
         if " " in sub.question[s.start : s.end].strip()
     ]
     q_terms = set(terms(sub.question))
@@ -317,7 +318,7 @@ def candidates(
         weight = 1.0 / (1 + 1.5 * rank)
         # A passage that lacks one of the description's own names is about something
         # else (another incident, a namesake): its names are weaker leads.
-        if not holds_names(sub, e, titles):
+        if not holds_names(sub, e):
             weight *= 0.25
         for name, dist in _names_by_distance(e, sub_terms, titles, rank):
             fold = name.casefold()

@@ -245,17 +245,17 @@ class RulePolicy:
             own_page = [
                 e
                 for e in view.ranked[: view.options.budget]
-                if holds_names(sub, e, view.titles, in_title=True) and not instruction_like(e.text)
+                if holds_names(sub, e, in_title=True) and not instruction_like(e.text)
             ]
             if own_page and own_page[0] not in found:
                 found = [own_page[0], *found][:CHAIN_PASSAGES]
-            if not any(holds_names(sub, e, view.titles) for e in found):
+            if not any(holds_names(sub, e) for e in found):
                 # None of them names what the description names: the best pool passage
                 # that does (found by the question's own search, say) leads instead.
                 named = [
                     e
                     for e in view.ranked[: view.options.budget]
-                    if holds_names(sub, e, view.titles) and not instruction_like(e.text)
+                    if holds_names(sub, e) and not instruction_like(e.text)
                 ]
                 found = [*named[:1], *found][:CHAIN_PASSAGES]
             for lead, (entity, e) in enumerate(candidates(sub, found, view.titles, beam)):
