@@ -43,13 +43,13 @@ async def measure(path: Path, limit: int, budget: int) -> dict[str, Any]:
     store = index.store
     questions = es.questions[:limit]
     encodes: list[int] = []
-    encode = store.embedder.encode
+    encode = store.embedder.encode_queries
 
     def counting_encode(texts: list[str]) -> list[list[float]]:
         encodes.append(len(texts))
         return encode(texts)  # type: ignore[no-any-return]
 
-    store.embedder.encode = counting_encode
+    store.embedder.encode_queries = counting_encode  # type: ignore[method-assign]
     hybrid = ModeRunner(store, "hybrid", budget)
     scratch = tempfile.TemporaryDirectory(prefix="waypoint-loop-latency-")
     researcher = Researcher(store, checkpointer_path=Path(scratch.name) / "runs.sqlite")

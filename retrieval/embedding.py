@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+log = logging.getLogger(__name__)
+
+QueryBackend = Literal["torchscript", "eager"]
 
 # Hub access fails here and is fragile everywhere: weights come from a local path only.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -52,11 +57,38 @@ def _load_model(path: str) -> Any:
         return _MODELS[path]
 
 
-class Embedder:
-    """Lazily loaded SentenceTransformer; thread-safe encode of normalised vectors."""
+_TRACED: dict[str, Any] = {}  # model path -> TracedQueryEncoder, or None: eager queries
+_TRACED_LOCK = threading.Lock()
 
-    def __init__(self, model: str, batch_size: int = 64) -> None:
+
+def _traced_for(path: str, model: Any) -> Any:
+    """The checked trace of the model at ``path`` (built once per process), or None."""
+    with _TRACED_LOCK:
+        if path not in _TRACED:
+            from retrieval.traced import TracedQueryEncoder, TraceUnavailable
+
+            try:
+                _TRACED[path] = TracedQueryEncoder.build(model)
+            except TraceUnavailable as exc:
+                log.warning("search queries are embedded eagerly (%s): %s", path, exc)
+                _TRACED[path] = None
+        return _TRACED[path]
+
+
+class Embedder:
+    """Lazily loaded SentenceTransformer; thread-safe encode of normalised vectors.
+
+    ``encode`` embeds documents (and anything else) with the eager model; ``encode_queries``
+    embeds a search's few queries through its TorchScript trace (``query_backend``
+    "torchscript", the default: the same vectors, without holding the GIL through the
+    forward pass - see :mod:`retrieval.traced`), or eagerly ("eager").
+    """
+
+    def __init__(
+        self, model: str, batch_size: int = 64, query_backend: QueryBackend = "torchscript"
+    ) -> None:
         self.model_path = model
+        self.query_backend = query_backend
         # A bundled model lives in ".../<package>/model": name it by the package folder.
         p = Path(model)
         self.name = (p.parent.name if p.name in {"model", "models"} else p.name) or model
@@ -88,6 +120,17 @@ class Embedder:
             show_progress_bar=False,
         )
         return [v.tolist() for v in vectors]
+
+    def encode_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed search queries: one batch, through the traced model when it is in use
+        (bitwise the vectors ``encode`` gives for the same batch)."""
+        if not texts:
+            return []
+        if self.query_backend == "torchscript" and len(texts) <= self.batch_size:
+            traced = _traced_for(self.model_path, self._load())
+            if traced is not None:
+                return list(traced.encode(texts))
+        return self.encode(texts)
 
 
 def moved_toward(

@@ -164,8 +164,10 @@ def query_encoder() -> ThreadPoolExecutor:
 
 def encode_queries(embedder: Any, texts: Sequence[str]) -> asyncio.Future[list[list[float]]]:
     """Embed search queries on :func:`query_encoder`'s threads (the running loop's future
-    of the vectors): the one way a search, a batch embedded ahead or a warm-up encodes."""
-    return asyncio.get_running_loop().run_in_executor(query_encoder(), embedder.encode, list(texts))
+    of the vectors): the one way a search, a batch embedded ahead or a warm-up encodes.
+    An embedder's ``encode_queries`` (the traced model) is used when it has one."""
+    encode = getattr(embedder, "encode_queries", None) or embedder.encode
+    return asyncio.get_running_loop().run_in_executor(query_encoder(), encode, list(texts))
 
 
 async def warm_up(store: Any) -> float | None:

@@ -29,6 +29,10 @@ class RetrievalSettings(BaseSettings):
     home: Path = Field(default=Path(".waypoint"), description="Where embedded engines keep data")
     embedding_model: str = Field(default_factory=_default_embedding_model)
     embedding_batch_size: int = 64
+    # How search queries are embedded: through a checked TorchScript trace of the model
+    # (same vectors; the forward pass runs without the GIL, so the event loop and the
+    # encoder stop waiting for each other), or eagerly (retrieval/traced.py).
+    query_encoder: Literal["torchscript", "eager"] = "torchscript"
     rerank_model: str | None = Field(
         default=None, description="Local path of a sentence-transformers CrossEncoder"
     )

@@ -108,7 +108,7 @@ class Store:
                 model,
                 settings.embedding_model,
             )
-        embedder = Embedder(model, settings.embedding_batch_size)
+        embedder = Embedder(model, settings.embedding_batch_size, settings.query_encoder)
         built_with = catalog.get_meta("embedding_version")
         if built_with is None:
             catalog.set_meta("embedding_version", embedder.version)
@@ -262,7 +262,11 @@ class Store:
     def reindex(self, progress: ProgressFn | None = None) -> str:
         """Re-embed every chunk with the configured model into a new dense generation,
         then switch to it atomically; the old generation keeps serving until then."""
-        embedder = Embedder(self.settings.embedding_model, self.settings.embedding_batch_size)
+        embedder = Embedder(
+            self.settings.embedding_model,
+            self.settings.embedding_batch_size,
+            self.settings.query_encoder,
+        )
         generation = _new_generation_name()
         dense = _open_dense(self.settings, generation, embedder)
         total = self.catalog.count_chunks()

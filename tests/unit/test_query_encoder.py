@@ -1,13 +1,19 @@
 """Search queries are embedded on one core per worker thread, with the same vectors;
-torch's thread count elsewhere in the process is left as it was."""
+torch's thread count elsewhere in the process is left as it was. Through the traced model
+they are bitwise the eager model's vectors, or the eager model embeds them."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+from typing import Any
 
+import pytest
 import torch
 
+from retrieval import embedding
+from retrieval import traced as traced_module
 from retrieval.embedding import Embedder
 from retrieval.pipeline import query_encoder
 from retrieval.settings import RetrievalSettings
@@ -46,3 +52,49 @@ def test_a_forked_child_starts_its_own_query_encoder() -> None:
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+MIXED = [
+    "Who?",
+    "What is the seat of ?",
+    "county where Van Hook Township is located",
+    "word " * 600,  # past the model's maximum length: truncated
+]
+
+
+def test_traced_queries_give_the_eager_vectors_bitwise() -> None:
+    embedder = Embedder(RetrievalSettings().embedding_model)
+    assert embedder.query_backend == "torchscript"
+    batches = [QUERIES[:1], QUERIES[:2], QUERIES, MIXED, MIXED[:2], [MIXED[0]], [*MIXED, *QUERIES]]
+    for texts in batches:
+        traced = query_encoder().submit(embedder.encode_queries, texts).result()
+        eager = query_encoder().submit(embedder.encode, texts).result()
+        assert traced == eager
+    assert embedding._TRACED[embedder.model_path] is not None  # the trace was used
+
+
+def test_a_trace_that_disagrees_with_the_model_leaves_queries_eager(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedder = Embedder(RetrievalSettings().embedding_model)
+    real = traced_module.TracedQueryEncoder.encode
+
+    def off_by_a_bit(self: traced_module.TracedQueryEncoder, texts: list[str]) -> Any:
+        return [[x + 1e-7 for x in v] for v in real(self, texts)]
+
+    monkeypatch.setattr(traced_module.TracedQueryEncoder, "encode", off_by_a_bit)
+    monkeypatch.setattr(embedding, "_TRACED", {})
+    with caplog.at_level(logging.WARNING, logger="retrieval.embedding"):
+        vectors = embedder.encode_queries(QUERIES[:2])
+    assert vectors == embedder.encode(QUERIES[:2])
+    assert embedding._TRACED[embedder.model_path] is None
+    assert "embedded eagerly" in caplog.text and "other vectors" in caplog.text
+
+
+def test_the_eager_backend_never_traces(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_trace(path: str, model: Any) -> Any:
+        raise AssertionError("traced with query_backend='eager'")
+
+    monkeypatch.setattr(embedding, "_traced_for", no_trace)
+    embedder = Embedder(RetrievalSettings().embedding_model, query_backend="eager")
+    assert embedder.encode_queries(QUERIES[:2]) == embedder.encode(QUERIES[:2])
