@@ -6,7 +6,6 @@ adds the start/end events, the duration and the node's trace summary around it.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable
@@ -21,6 +20,7 @@ from graph.models import BoundName, RunOptions
 from graph.policies.base import View
 from graph.state import ResearchState
 from retrieval.fusion import rrf_fuse
+from retrieval.placement import engine_call
 from tools.evidence import Evidence
 from tools.executor import ToolCall
 
@@ -317,8 +317,9 @@ async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict
     question = state["question"]
     chosen = pool_ranked(state, ctx.evidence)[: opts.budget]
     # Permission is checked again here: nothing unauthorised reaches synthesis or a citation.
-    allowed = await asyncio.to_thread(
-        ctx.tools.store.get_records, [e.id for e in chosen], ctx.tools.flt
+    store = ctx.tools.store
+    allowed = await engine_call(
+        store, "get_records", store.get_records, [e.id for e in chosen], ctx.tools.flt
     )
     allowed_ids = {r.id for r in allowed}
     warnings: list[str] = []

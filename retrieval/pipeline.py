@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from retrieval import rerank as rerank_stage
 from retrieval.engines.base import Hit, SearchFilter
 from retrieval.fusion import FusedItem, cap_per_doc, rrf_fuse
+from retrieval.placement import engine_call
 from retrieval.records import Record
 from retrieval.rewrite import rewrite_query
 from retrieval.search_models import (
@@ -237,7 +238,7 @@ async def hybrid_search(
         "dense": query.strip() if options.dense_query == "original" else rewritten,
     }
     flt = narrow_filter(flt, options)
-    corpus_size = int(await asyncio.to_thread(store.corpus_size))
+    corpus_size = int(await engine_call(store, "corpus_size", store.corpus_size))
     depth = recall_depth(corpus_size, options.k, options.depth)
 
     # -- 2. legs, concurrently -------------------------------------------------------
@@ -248,10 +249,12 @@ async def hybrid_search(
         vector = await query_vector() if query_vector is not None else None
         if vector is None:
             vector = (await encode_queries(store.embedder, [leg_queries["dense"]]))[0]
-        return await asyncio.to_thread(lambda: list(store.dense.search(vector, depth, flt)))
+        return await engine_call(
+            store.dense, "search", lambda: list(store.dense.search(vector, depth, flt))
+        )
 
     async def run_leg(leg: str) -> list[Hit]:
-        work = run_dense() if leg == "dense" else asyncio.to_thread(run_lexical)
+        work = run_dense() if leg == "dense" else engine_call(store.lexical, "search", run_lexical)
         return await asyncio.wait_for(work, timeout=options.leg_timeout_s)
 
     outcomes = await asyncio.gather(
@@ -404,7 +407,7 @@ async def _expand(
     """Add the adjacent sections of the top ``top_n`` hits right after each of them."""
     origins = hits[:top_n]
     neighbours = await asyncio.gather(
-        *(asyncio.to_thread(store.neighbors, h.id, flt) for h in origins)
+        *(engine_call(store, "neighbors", store.neighbors, h.id, flt) for h in origins)
     )
     present = {h.id for h in hits}
     extra: dict[str, list[SearchHit]] = {}

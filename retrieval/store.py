@@ -67,6 +67,9 @@ def embedding_text(record: Record) -> str:
 
 
 class Store:
+    # Its reads are SQLite and in-memory lookups in this process (retrieval.placement).
+    in_process = True
+
     def __init__(
         self,
         settings: RetrievalSettings,

@@ -7,13 +7,13 @@ event loop free for the other legs of the fan-out.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from retrieval.placement import engine_call
 from retrieval.records import ALL_LEGS
 from retrieval.search_models import SearchOptions
 from tools.context import ToolContext
@@ -169,8 +169,8 @@ def _name_score(name: str, title: str) -> float:
 
 
 async def lookup_entity(ctx: ToolContext, args: LookupArgs) -> ToolOutput:
-    # One worker-thread trip for the lookup and the pages' sections (not one per store call).
-    evidence = await asyncio.to_thread(_lookup_entity, ctx, args)
+    # One call for the lookup and the pages' sections (not one hand-off per store call).
+    evidence = await engine_call(ctx.store, "lookup", _lookup_entity, ctx, args)
     return ToolOutput(evidence=evidence, detail={"matched": [e.title for e in evidence]})
 
 
@@ -218,12 +218,14 @@ def _best_section(chunks: list[Any], query: str, skip: str) -> Any:
 
 async def get_document(ctx: ToolContext, args: DocumentArgs) -> ToolOutput:
     doc_id = args.id.split("#", 1)[0]
-    records = await asyncio.to_thread(ctx.store.get_document, doc_id, ctx.flt)
+    records = await engine_call(ctx.store, "get_document", ctx.store.get_document, doc_id, ctx.flt)
     return ToolOutput(evidence=[evidence_from_record(r, 1.0) for r in records])
 
 
 async def get_neighbors(ctx: ToolContext, args: NeighborArgs) -> ToolOutput:
-    records = await asyncio.to_thread(ctx.store.neighbors, args.chunk_id, ctx.flt, args.window)
+    records = await engine_call(
+        ctx.store, "neighbors", ctx.store.neighbors, args.chunk_id, ctx.flt, args.window
+    )
     return ToolOutput(evidence=[evidence_from_record(r, 0.5) for r in records])
 
 

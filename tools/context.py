@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from retrieval.engines.base import SearchFilter
+from retrieval.placement import engine_call
 from retrieval.records import Record
 from tools.titles import TitleIndex
 
@@ -123,7 +124,9 @@ class ToolContext:
             if not others and (not feedback or stored_vectors is None):
                 return base
             if feedback and stored_vectors is not None:
-                stored = await asyncio.to_thread(stored_vectors, list(feedback), self.flt)
+                stored = await engine_call(
+                    self.store, "vectors", stored_vectors, list(feedback), self.flt
+                )
                 others += [stored[i] for i in dict.fromkeys(feedback) if i in stored]
             from retrieval.embedding import moved_toward
 

@@ -126,6 +126,8 @@ class ElasticLexicalEngine:
     The client belongs to the caller (``close`` does not close it).
     """
 
+    in_process = False  # over the network: calls always run in a worker thread
+
     def __init__(
         self,
         client: Elasticsearch,

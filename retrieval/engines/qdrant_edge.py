@@ -26,6 +26,8 @@ _SCROLL_PAGE = 256
 class EdgeDenseEngine:
     """:class:`retrieval.engines.base.DenseEngine` on a Qdrant Edge shard at ``path``."""
 
+    in_process = True  # no network: short queries run on the loop (retrieval.placement)
+
     def __init__(self, path: Path, dim: int, name: str = "edge") -> None:
         if dim <= 0:
             raise ValueError(f"dim must be positive, got {dim}")

@@ -27,6 +27,8 @@ _LOCAL_INDEX_WARNING = "Payload indexes have no effect in the local Qdrant"
 class QdrantServerDenseEngine:
     """:class:`retrieval.engines.base.DenseEngine` on one Qdrant collection."""
 
+    in_process = False  # over the network: calls always run in a worker thread
+
     def __init__(
         self,
         client: QdrantClient,

@@ -188,6 +188,8 @@ def _stored_record(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> R
 class TantivyLexicalEngine:
     """:class:`~retrieval.engines.base.LexicalEngine` on an on-disk tantivy index."""
 
+    in_process = True  # no network: short searches run on the loop (retrieval.placement)
+
     def __init__(
         self,
         path: Path,
