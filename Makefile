@@ -77,6 +77,7 @@ bench: setup
 	$(BIN)/python benchmarks/ingest_search.py --out benchmarks/results/ingest_search.json
 	$(BIN)/python benchmarks/hotpot_recall.py
 	$(BIN)/python benchmarks/fanout.py --out benchmarks/results/fanout.json
+	$(BIN)/python benchmarks/query_encoder.py --out benchmarks/results/query_encoder.json
 	$(BIN)/python benchmarks/serve_load.py --concurrency 20 --duration 60 --out benchmarks/results/serve_load.json
 
 clean:
