@@ -94,6 +94,13 @@ class Catalog:
         with self._lock:
             self._conn.close()
 
+    def idle(self) -> bool:
+        """No other thread is inside the catalog right now (a read would not wait)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        self._lock.release()
+        return True
+
     # ---- meta -------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         with self._lock:

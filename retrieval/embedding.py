@@ -69,10 +69,19 @@ def _traced_for(path: str, model: Any) -> Any:
 
             try:
                 _TRACED[path] = TracedQueryEncoder.build(model)
-            except TraceUnavailable as exc:
-                log.warning("search queries are embedded eagerly (%s): %s", path, exc)
+            except Exception as exc:  # noqa: BLE001 - any failure keeps queries eager, logged
+                reason = str(exc) if isinstance(exc, TraceUnavailable) else repr(exc)
+                log.warning("search queries are embedded eagerly (%s): %s", path, reason)
                 _TRACED[path] = None
         return _TRACED[path]
+
+
+def _drop_trace(path: str, exc: Exception) -> None:
+    """A trace that failed on a query is not used again in this process (logged once)."""
+    with _TRACED_LOCK:
+        if _TRACED.get(path) is not None:
+            log.warning("search queries are embedded eagerly from now on (%s): %r", path, exc)
+            _TRACED[path] = None
 
 
 class Embedder:
@@ -129,7 +138,10 @@ class Embedder:
         if self.query_backend == "torchscript" and len(texts) <= self.batch_size:
             traced = _traced_for(self.model_path, self._load())
             if traced is not None:
-                return list(traced.encode(texts))
+                try:
+                    return list(traced.encode(texts))
+                except Exception as exc:  # noqa: BLE001 - the eager model answers instead
+                    _drop_trace(self.model_path, exc)
         return self.encode(texts)
 
 

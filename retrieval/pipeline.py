@@ -250,11 +250,18 @@ async def hybrid_search(
         if vector is None:
             vector = (await encode_queries(store.embedder, [leg_queries["dense"]]))[0]
         return await engine_call(
-            store.dense, "search", lambda: list(store.dense.search(vector, depth, flt))
+            store.dense,
+            "search",
+            lambda: list(store.dense.search(vector, depth, flt)),
+            timeout_s=options.leg_timeout_s,
         )
 
     async def run_leg(leg: str) -> list[Hit]:
-        work = run_dense() if leg == "dense" else engine_call(store.lexical, "search", run_lexical)
+        work = (
+            run_dense()
+            if leg == "dense"
+            else engine_call(store.lexical, "search", run_lexical, timeout_s=options.leg_timeout_s)
+        )
         return await asyncio.wait_for(work, timeout=options.leg_timeout_s)
 
     outcomes = await asyncio.gather(

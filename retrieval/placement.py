@@ -15,7 +15,13 @@ So an in-process engine's call runs on the loop while its recent calls have been
 any kind whose calls grow (a large index, a slow disk), runs in a thread, so a long
 search never holds every other run on the loop. Engines reached over the network
 (Elasticsearch, a Qdrant server) and objects that do not say ``in_process = True``
-always run in a thread.
+always run in a thread. An owner may also veto the loop for one call (``inline_ok(name)``):
+the store does while another thread writes its catalog (a read would wait for that
+writer's lock) and while its documents view is stale (the next lookup rebuilds it).
+
+A call on the loop cannot be interrupted: with ``timeout_s`` one that ran longer raises
+:class:`TimeoutError` when it returns, as a timed-out thread call would have (its result
+is dropped), so a leg's timeout still degrades the search.
 """
 
 from __future__ import annotations
@@ -35,11 +41,20 @@ _WEIGHT = 0.2  # of the newest call in the running average
 _RECENT: weakref.WeakKeyDictionary[Any, dict[str, float]] = weakref.WeakKeyDictionary()
 
 
-async def engine_call(owner: Any, name: str, fn: Callable[..., T], *args: Any) -> T:
-    """Run ``fn(*args)``, a blocking call of ``owner``'s, where it costs least."""
+async def engine_call(
+    owner: Any, name: str, fn: Callable[..., T], *args: Any, timeout_s: float | None = None
+) -> T:
+    """Run ``fn(*args)``, a blocking call of ``owner``'s, where it costs least.
+
+    ``timeout_s`` bounds a call made on the loop after the fact (see the module notes); a
+    call in a thread is bounded by the caller's own ``asyncio.wait_for``.
+    """
     if not getattr(owner, "in_process", False):
         return await asyncio.to_thread(fn, *args)
-    recent = _RECENT.setdefault(owner, {})
+    try:
+        recent = _RECENT.setdefault(owner, {})
+    except TypeError:  # not hashable or not weakly referenceable: nothing to remember by
+        return await asyncio.to_thread(fn, *args)
 
     def timed() -> T:
         start = time.perf_counter()
@@ -51,8 +66,14 @@ async def engine_call(owner: Any, name: str, fn: Callable[..., T], *args: Any) -
             recent[name] = took if last is None else last + _WEIGHT * (took - last)
 
     last = recent.get(name)
-    if last is not None and last < INLINE_BELOW_S:
-        return timed()
+    veto = getattr(owner, "inline_ok", None)
+    if last is not None and last < INLINE_BELOW_S and (veto is None or veto(name)):
+        start = time.perf_counter()
+        out = timed()
+        took = time.perf_counter() - start
+        if timeout_s is not None and took > timeout_s:
+            raise TimeoutError(f"{name} took {took:.3f}s on the event loop (limit {timeout_s:g}s)")
+        return out
     return await asyncio.to_thread(timed)
 
 

@@ -302,6 +302,18 @@ class Store:
         return generation
 
     # ---- read side --------------------------------------------------------------------
+    def inline_ok(self, name: str) -> bool:
+        """Whether a short read may run on the event loop now (retrieval.placement): not
+        while another thread holds the catalog (an ingest's transaction would hold the
+        loop), and not a lookup that must first rebuild the documents view (a full scan
+        after every content change)."""
+        if not self.catalog.idle():
+            return False
+        if name == "lookup":
+            view = self._docs_view
+            return view is not None and view.version == self.version()
+        return True
+
     def corpus_size(self) -> int:
         return self.catalog.count_chunks()
 

@@ -12,9 +12,13 @@ Python thread spinning for the GIL, two queries 669 -> 48 ms).
 The vectors must be the ones the eager model gives (the index was built with it): the
 trace runs the same operators, and :meth:`TracedQueryEncoder.build` checks bitwise
 equality with the eager model on probe batches before it is used (padded and unpadded
-shapes). Anything else - a model whose forward pass cannot be traced, a different result
-- leaves queries on the eager path (:class:`TraceUnavailable`, logged by the caller).
+shapes). Anything else - a model whose forward pass cannot be traced, a different result, an
+error on a later query - leaves queries on the eager path (logged by the caller).
 Documents (ingestion's large batches) are always embedded eagerly.
+
+``torch.jit.trace`` is deprecated as of torch 2.13 (``torch.export`` is its successor). The
+project pins torch 2.13; if a later torch drops it, the build fails and queries are
+embedded eagerly, as before this module, with a warning in the log.
 """
 
 from __future__ import annotations
@@ -25,10 +29,15 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 # Probe batches for the equality check: two texts of different lengths (padding inside
-# the batch, the shape the trace is recorded with), one short text alone (no padding),
-# one that fills the model's maximum length (truncation).
+# the batch, the shape the trace is recorded with), one short text alone and two of the
+# same length (no padding), one that fills the model's maximum length (truncation).
 _TRACE_BATCH = ["What is the seat of ?", "county where Van Hook Township is located"]
-_PROBES = [_TRACE_BATCH, ["Who founded it?"], ["word " * 600, "a"]]
+_PROBES = [
+    _TRACE_BATCH,
+    ["Who founded it?"],
+    ["Who founded it?", "Who built it?"],
+    ["word " * 600, "a"],
+]
 
 
 class TraceUnavailable(RuntimeError):
@@ -49,14 +58,17 @@ class TracedQueryEncoder:
 
         import torch
 
-        features = _tokenize(model, _TRACE_BATCH)
-        keys = tuple(sorted(k for k, v in features.items() if isinstance(v, torch.Tensor)))
         try:
+            features = _tokenize(model, _TRACE_BATCH)
+            keys = tuple(sorted(k for k, v in features.items() if isinstance(v, torch.Tensor)))
             with torch.inference_mode(), warnings.catch_warnings(), _quiet_model_logs():
                 # The tracer warns about Python branches on tensor values (masking,
                 # attention, pooling), and reading every attribute of the modules wakes
                 # their deprecation notices: the checks below decide whether it holds.
-                warnings.simplefilter("ignore")
+                # (Both filters are process-wide for the ~0.2 s of tracing: only these
+                # categories and the two libraries' loggers are muted.)
+                for category in (torch.jit.TracerWarning, DeprecationWarning, FutureWarning):
+                    warnings.filterwarnings("ignore", category=category)
                 traced = torch.jit.trace(
                     _forward_module(model, keys).eval(),
                     tuple(features[k] for k in keys),

@@ -7,6 +7,7 @@ the wiring: which query each leg gets, depth, degradation, fusion, cap, signals,
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -292,3 +293,34 @@ def test_options_narrow_but_never_widen_the_filter() -> None:
 async def test_empty_query_is_rejected() -> None:
     with pytest.raises(ValueError):
         await hybrid_search(FakeStore([], []), "   ", PUBLIC)
+
+
+class InProcessLexical(FakeLexical):
+    """An engine that says it runs in this process (hashable, as real engines are)."""
+
+    in_process = True
+    __hash__ = object.__hash__
+
+
+async def test_a_leg_run_on_the_loop_that_overruns_its_timeout_fails_as_timed_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An in-process engine's short calls run on the event loop (retrieval.placement),
+    # where they cannot be interrupted: one that overran is still reported as timed out
+    # (the lexical leg alone here, so that nothing else waits behind the blocked loop).
+    store = FakeStore(lexical=[A], dense=[B])
+    lexical = InProcessLexical(store.lexical.ranked)
+    store.lexical = lexical  # type: ignore[assignment]
+    only_lexical = SearchOptions(legs=["lexical"], rerank=False, leg_timeout_s=0.05)
+    first = await hybrid_search(store, "retry", PUBLIC, only_lexical)
+    assert first.warnings == [] and [h.id for h in first.hits] == [A.id]
+    slow = lexical.search
+
+    def overrun(query: str, k: int, flt: SearchFilter) -> list[Hit]:
+        time.sleep(0.08)
+        return slow(query, k, flt)
+
+    monkeypatch.setattr(lexical, "search", overrun)
+    with pytest.raises(SearchFailed) as info:
+        await hybrid_search(store, "retry", PUBLIC, only_lexical)
+    assert info.value.warnings == ["lexical leg failed: timed out after 0.05s"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,65 @@ def test_failures_surface_from_the_loop_and_from_threads() -> None:
 
     asyncio.run(scenario())
     assert recent_cost(engine, "search") is not None  # failed calls are timed too
+
+
+def test_an_owner_can_keep_a_call_off_the_loop() -> None:
+    engine = Engine(in_process=True)
+    busy = {"search": False}
+    engine.inline_ok = lambda name: not busy[name]  # type: ignore[attr-defined]
+    loop_thread = threading.current_thread().name
+
+    async def scenario() -> None:
+        await _calls(engine, 2)  # thread, then loop
+        busy["search"] = True  # e.g. another thread is writing the catalog
+        await _calls(engine, 2)
+
+    asyncio.run(scenario())
+    assert engine.threads[1] == loop_thread
+    assert loop_thread not in engine.threads[2:]
+
+
+def test_a_call_on_the_loop_that_overran_its_timeout_raises() -> None:
+    engine = Engine(in_process=True)
+
+    async def scenario() -> None:
+        await _calls(engine, 1)  # in a thread: now known to be short
+        engine.delay = 0.03
+        with pytest.raises(TimeoutError, match="on the event loop"):
+            await engine_call(engine, "search", engine.search, "q", timeout_s=0.01)
+
+    asyncio.run(scenario())
+    assert engine.threads[-1] == threading.current_thread().name  # it did run on the loop
+
+
+def test_a_catalog_in_use_by_another_thread_is_not_idle(tmp_path: Any) -> None:
+    from retrieval.catalog import Catalog
+
+    catalog = Catalog(tmp_path / "catalog.sqlite")
+    assert catalog.idle()
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with catalog._lock:
+            held.set()
+            release.wait(5)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    held.wait(5)
+    try:
+        assert not catalog.idle()
+    finally:
+        release.set()
+        t.join()
+    assert catalog.idle()
+    catalog.close()
+
+
+def test_an_owner_that_cannot_be_remembered_runs_in_a_thread() -> None:
+    class Unhashable(Engine):
+        __hash__ = None  # type: ignore[assignment]
+
+    engine = Unhashable(in_process=True)
+    assert asyncio.run(_calls(engine, 3)) == ["Q", "Q", "Q"]
+    assert threading.current_thread().name not in engine.threads

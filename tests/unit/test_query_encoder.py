@@ -98,3 +98,22 @@ def test_the_eager_backend_never_traces(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(embedding, "_traced_for", no_trace)
     embedder = Embedder(RetrievalSettings().embedding_model, query_backend="eager")
     assert embedder.encode_queries(QUERIES[:2]) == embedder.encode(QUERIES[:2])
+
+
+def test_a_trace_that_fails_on_a_query_hands_over_to_the_eager_model(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedder = Embedder(RetrievalSettings().embedding_model)
+    embedder.encode_queries(QUERIES[:1])  # the trace is built and in use
+    assert embedding._TRACED[embedder.model_path] is not None
+
+    def broken(self: traced_module.TracedQueryEncoder, texts: list[str]) -> Any:
+        raise RuntimeError("the interpreter gave up")
+
+    monkeypatch.setattr(traced_module.TracedQueryEncoder, "encode", broken)
+    monkeypatch.setattr(embedding, "_TRACED", dict(embedding._TRACED))
+    with caplog.at_level(logging.WARNING, logger="retrieval.embedding"):
+        vectors = embedder.encode_queries(QUERIES[:2])
+    assert vectors == embedder.encode(QUERIES[:2])
+    assert embedding._TRACED[embedder.model_path] is None  # not tried again
+    assert "eagerly from now on" in caplog.text and "gave up" in caplog.text

@@ -192,3 +192,30 @@ def test_fuzzy_lookup_matches_difflib_over_every_admitted_title(store):
     # A new document changes the catalog: the next lookup sees its title.
     store.ingest(_doc("new.md", ["new page"], title="Ledger servicez"))
     assert "test:new.md" in [r.doc_id for r in store.lookup("ledger servicez", eng, limit=5)]
+
+
+def test_reads_stay_off_the_event_loop_while_the_catalog_is_busy_or_stale(store):
+    # retrieval.placement asks the store before running a read on the loop.
+    store.ingest(_doc("a.md", ["alpha ledger"], title="Alpha"))
+    assert store.inline_ok("corpus_size")
+    assert not store.inline_ok("lookup")  # the documents view is built by the first lookup
+    store.lookup("Alpha", ALL)
+    assert store.inline_ok("lookup")
+    store.ingest(_doc("b.md", ["beta ledger"], title="Beta"))
+    assert not store.inline_ok("lookup")  # changed content: the next lookup rebuilds it
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with store.catalog._lock:
+            held.set()
+            release.wait(5)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    held.wait(5)
+    try:
+        assert not store.inline_ok("corpus_size")  # a read would wait for the writer
+    finally:
+        release.set()
+        t.join()
+    assert store.inline_ok("corpus_size")
