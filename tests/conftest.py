@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,6 +53,26 @@ def make_record(
         timestamp=timestamp or datetime(2026, 1, 1, tzinfo=UTC),
         metadata=md,
     )
+
+
+@contextlib.contextmanager
+def held_by_another_thread(lock: Any) -> Iterator[None]:
+    """While the block runs, another thread holds ``lock`` (a writer inside the catalog)."""
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with lock:
+            held.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait(5)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 
 from retrieval import placement
 from retrieval.placement import engine_call, recent_cost
+from tests.conftest import held_by_another_thread
 
 
 class Engine:
@@ -112,21 +113,8 @@ def test_a_catalog_in_use_by_another_thread_is_not_idle(tmp_path: Any) -> None:
 
     catalog = Catalog(tmp_path / "catalog.sqlite")
     assert catalog.idle()
-    held, release = threading.Event(), threading.Event()
-
-    def writer() -> None:
-        with catalog._lock:
-            held.set()
-            release.wait(5)
-
-    t = threading.Thread(target=writer)
-    t.start()
-    held.wait(5)
-    try:
+    with held_by_another_thread(catalog._lock):
         assert not catalog.idle()
-    finally:
-        release.set()
-        t.join()
     assert catalog.idle()
     catalog.close()
 

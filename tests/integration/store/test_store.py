@@ -6,7 +6,7 @@ import threading
 
 from retrieval.catalog import Catalog
 from retrieval.engines.base import SearchFilter
-from tests.conftest import make_record
+from tests.conftest import held_by_another_thread, make_record
 
 ALL = SearchFilter(acl_groups=None)
 
@@ -203,19 +203,6 @@ def test_reads_stay_off_the_event_loop_while_the_catalog_is_busy_or_stale(store)
     assert store.inline_ok("lookup")
     store.ingest(_doc("b.md", ["beta ledger"], title="Beta"))
     assert not store.inline_ok("lookup")  # changed content: the next lookup rebuilds it
-    held, release = threading.Event(), threading.Event()
-
-    def writer() -> None:
-        with store.catalog._lock:
-            held.set()
-            release.wait(5)
-
-    t = threading.Thread(target=writer)
-    t.start()
-    held.wait(5)
-    try:
+    with held_by_another_thread(store.catalog._lock):
         assert not store.inline_ok("corpus_size")  # a read would wait for the writer
-    finally:
-        release.set()
-        t.join()
     assert store.inline_ok("corpus_size")
