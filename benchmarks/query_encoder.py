@@ -71,7 +71,7 @@ def main() -> int:
     torch.set_num_threads(1)  # as on the query-encoder threads
     embedder = Embedder(RetrievalSettings().embedding_model)
     model = embedder._load()
-    traced = _traced_for(embedder.model_path, model)
+    traced = _traced_for(embedder.model_path, model, embedder.encode)
     if traced is None:
         print("the model's trace is not usable here (see the log): nothing to compare")
         return 1

@@ -61,14 +61,15 @@ _TRACED: dict[str, Any] = {}  # model path -> TracedQueryEncoder, or None: eager
 _TRACED_LOCK = threading.Lock()
 
 
-def _traced_for(path: str, model: Any) -> Any:
-    """The checked trace of the model at ``path`` (built once per process), or None."""
+def _traced_for(path: str, model: Any, eager: Any) -> Any:
+    """The checked trace of the model at ``path`` (built once per process, checked against
+    ``eager``, its own encode), or None."""
     with _TRACED_LOCK:
         if path not in _TRACED:
             from retrieval.traced import TracedQueryEncoder, TraceUnavailable
 
             try:
-                _TRACED[path] = TracedQueryEncoder.build(model)
+                _TRACED[path] = TracedQueryEncoder.build(model, eager)
             except Exception as exc:  # noqa: BLE001 - any failure keeps queries eager, logged
                 reason = str(exc) if isinstance(exc, TraceUnavailable) else repr(exc)
                 log.warning("search queries are embedded eagerly (%s): %s", path, reason)
@@ -136,7 +137,7 @@ class Embedder:
         if not texts:
             return []
         if self.query_backend == "torchscript" and len(texts) <= self.batch_size:
-            traced = _traced_for(self.model_path, self._load())
+            traced = _traced_for(self.model_path, self._load(), self.encode)
             if traced is not None:
                 try:
                     return list(traced.encode(texts))

@@ -56,25 +56,24 @@ async def engine_call(
     except TypeError:  # not hashable or not weakly referenceable: nothing to remember by
         return await asyncio.to_thread(fn, *args)
 
-    def timed() -> T:
+    def timed() -> tuple[T, float]:
         start = time.perf_counter()
         try:
-            return fn(*args)
-        finally:
+            out = fn(*args)
+        finally:  # a failed call's time counts too
             took = time.perf_counter() - start
             last = recent.get(name)
             recent[name] = took if last is None else last + _WEIGHT * (took - last)
+        return out, took
 
     last = recent.get(name)
     veto = getattr(owner, "inline_ok", None)
-    if last is not None and last < INLINE_BELOW_S and (veto is None or veto(name)):
-        start = time.perf_counter()
-        out = timed()
-        took = time.perf_counter() - start
-        if timeout_s is not None and took > timeout_s:
-            raise TimeoutError(f"{name} took {took:.3f}s on the event loop (limit {timeout_s:g}s)")
-        return out
-    return await asyncio.to_thread(timed)
+    if last is None or last >= INLINE_BELOW_S or (veto is not None and not veto(name)):
+        return (await asyncio.to_thread(timed))[0]
+    out, took = timed()
+    if timeout_s is not None and took > timeout_s:
+        raise TimeoutError(f"{name} took {took:.3f}s on the event loop (limit {timeout_s:g}s)")
+    return out
 
 
 def recent_cost(owner: Any, name: str) -> float | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 # Probe batches for the equality check: two texts of different lengths (padding inside
@@ -51,8 +51,11 @@ class TracedQueryEncoder:
         self._keys = keys  # the tokenizer's tensors, in the order the trace takes them
 
     @classmethod
-    def build(cls, model: Any) -> TracedQueryEncoder:
-        """Trace ``model`` (a loaded SentenceTransformer) and check it; raises
+    def build(
+        cls, model: Any, eager: Callable[[list[str]], list[list[float]]]
+    ) -> TracedQueryEncoder:
+        """Trace ``model`` (a loaded SentenceTransformer) and check it against ``eager``
+        (the same model's own encode, what documents are indexed with); raises
         :class:`TraceUnavailable` when it cannot be used."""
         import warnings
 
@@ -79,7 +82,7 @@ class TracedQueryEncoder:
         encoder = cls(model, traced, keys)
         for texts in _PROBES:
             try:
-                same = encoder.encode(texts) == eager_encode(model, texts)
+                same = encoder.encode(texts) == eager(list(texts))
             except Exception as exc:  # noqa: BLE001 - e.g. a model with other inputs
                 raise TraceUnavailable(f"trace failed on a probe: {exc}") from exc
             if not same:
@@ -131,18 +134,6 @@ def _quiet_model_logs() -> Iterator[None]:
     finally:
         for lg, level in zip(loggers, levels, strict=True):
             lg.setLevel(level)
-
-
-def eager_encode(model: Any, texts: Sequence[str]) -> list[list[float]]:
-    """The eager model's normalised embeddings (what documents are indexed with)."""
-    vectors = model.encode(
-        list(texts),
-        batch_size=max(len(texts), 1),
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
-    return [v.tolist() for v in vectors]
 
 
 def _forward_module(model: Any, keys: tuple[str, ...]) -> Any:

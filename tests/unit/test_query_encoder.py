@@ -92,7 +92,7 @@ def test_a_trace_that_disagrees_with_the_model_leaves_queries_eager(
 
 
 def test_the_eager_backend_never_traces(monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_trace(path: str, model: Any) -> Any:
+    def no_trace(path: str, model: Any, eager: Any) -> Any:
         raise AssertionError("traced with query_backend='eager'")
 
     monkeypatch.setattr(embedding, "_traced_for", no_trace)
