@@ -25,19 +25,19 @@ def build_graph(
         input_schema=InputState,
         output_schema=OutputState,
     )
-    g.add_node("plan", nodes.plan)  # type: ignore[call-overload]
+    # plan and assess branch by returning a Command (their routers: nodes.route_after_*);
+    # ``destinations`` declares where they can go.
+    g.add_node("plan", nodes.plan, destinations=("execute", "synthesize"))  # type: ignore[call-overload]
     g.add_node("execute", nodes.execute)  # type: ignore[call-overload]
     g.add_node("fuse", nodes.fuse)  # type: ignore[call-overload]
     g.add_node("rerank", nodes.rerank)  # type: ignore[call-overload]
-    g.add_node("assess", nodes.assess)  # type: ignore[call-overload]
+    g.add_node("assess", nodes.assess, destinations=("plan", "synthesize"))  # type: ignore[call-overload]
     g.add_node("synthesize", nodes.synthesize)  # type: ignore[call-overload]
 
     g.add_edge(START, "plan")
-    g.add_conditional_edges("plan", nodes.route_after_plan, ["execute", "synthesize"])
     g.add_edge("execute", "fuse")
     g.add_edge("fuse", "rerank")
     g.add_edge("rerank", "assess")
-    g.add_conditional_edges("assess", nodes.route_after_assess, ["plan", "synthesize"])
     g.add_edge("synthesize", END)
     return g.compile(checkpointer=checkpointer, name="waypoint-research")
 

@@ -1,7 +1,10 @@
 """The nodes of the loop: plan -> execute -> fuse -> rerank -> assess -> (plan | synthesize).
 
 Each node is ``async def node(state, runtime)`` returning a partial update; ``traced``
-adds the start/end events, the duration and the node's trace summary around it.
+adds the start/end events, the duration and the node's trace summary around it. The two
+nodes that branch (plan, assess) return a ``Command`` whose ``goto`` their router decides
+from the state and the node's own update: routing is part of the node's step, not a
+separate runnable LangGraph invokes (with its own callbacks) after every such step.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from graph.citations import verify_citations
 from graph.context import RunContext
@@ -25,13 +29,15 @@ from tools.evidence import Evidence
 from tools.executor import ToolCall
 
 Node = Callable[[ResearchState, Runtime[RunContext]], Awaitable[dict[str, Any]]]
+# A branching node's router: the next node, from the state and the node's update.
+Router = Callable[[ResearchState, dict[str, Any]], str]
 _TOP_IN_TRACE = 10
 
 
-def traced(name: str) -> Callable[[Node], Node]:
+def traced(name: str, route: Router | None = None) -> Callable[[Node], Node]:
     def wrap(fn: Node) -> Node:
         @functools.wraps(fn)
-        async def node(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        async def node(state: ResearchState, runtime: Runtime[RunContext]) -> Any:
             sink = runtime.context.sink
             round_no = state.get("round", 0) + (1 if name == "plan" else 0)
             await sink.emit("node_start", node=name, round=round_no)
@@ -47,6 +53,8 @@ def traced(name: str) -> Callable[[Node], Node]:
             update["trace"] = [
                 {"node": name, "round": round_no, "ms": round(took * 1000, 1), **summary}
             ]
+            if route is not None:
+                return Command(update=update, goto=route(state, update))
             return update
 
         return node
@@ -96,7 +104,13 @@ def view_of(state: ResearchState, ctx: RunContext, new_ids: list[str] | None = N
     )
 
 
-@traced("plan")
+def route_after_plan(
+    state: ResearchState, update: dict[str, Any]
+) -> Literal["execute", "synthesize"]:
+    return "execute" if update.get("plan") else "synthesize"
+
+
+@traced("plan", route=route_after_plan)
 async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     round_no = state.get("round", 0) + 1
@@ -146,10 +160,6 @@ def _fresh_calls(
     if len(fresh) > remaining:
         return fresh[: max(remaining, 0)], True
     return fresh, False
-
-
-def route_after_plan(state: ResearchState) -> Literal["execute", "synthesize"]:
-    return "execute" if state.get("plan") else "synthesize"
 
 
 @traced("execute")
@@ -262,7 +272,16 @@ def _bound(state: ResearchState, opts: RunOptions) -> BoundName | None:
     return None
 
 
-@traced("assess")
+def route_after_assess(
+    state: ResearchState, update: dict[str, Any]
+) -> Literal["plan", "synthesize"]:
+    verdict = update["verdicts"][-1]
+    if verdict.get("decision") == "enough" or state.get("bound_hit") or update.get("bound_hit"):
+        return "synthesize"
+    return "plan" if update.get("next_calls") else "synthesize"
+
+
+@traced("assess", route=route_after_assess)
 async def assess(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     opts = options_of(state)
@@ -301,13 +320,6 @@ async def assess(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str
     )
     update["_summary"] = {"decision": verdict.decision, "bound_hit": bound}
     return update
-
-
-def route_after_assess(state: ResearchState) -> Literal["plan", "synthesize"]:
-    verdict = (state.get("verdicts") or [{}])[-1]
-    if verdict.get("decision") == "enough" or state.get("bound_hit"):
-        return "synthesize"
-    return "plan" if state.get("next_calls") else "synthesize"
 
 
 @traced("synthesize")

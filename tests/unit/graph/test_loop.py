@@ -165,15 +165,18 @@ def test_citations_to_unknown_or_unauthorised_evidence_are_removed() -> None:
 
 
 def test_routers() -> None:
-    assert route_after_plan({"plan": []}) == "synthesize"  # type: ignore[typeddict-item]
-    assert route_after_plan({"plan": [{"tool": "x"}]}) == "execute"  # type: ignore[typeddict-item]
-    base = {"next_calls": [{"tool": "lookup_entity"}]}
-    assert route_after_assess({**base, "verdicts": [{"decision": "next"}]}) == "plan"  # type: ignore[typeddict-item]
-    assert route_after_assess({**base, "verdicts": [{"decision": "enough"}]}) == "synthesize"  # type: ignore[typeddict-item]
-    assert (
-        route_after_assess({**base, "verdicts": [{"decision": "more"}], "bound_hit": "max_rounds"})  # type: ignore[typeddict-item]
-        == "synthesize"
-    )
+    """The routers read the state and the branching node's own update (its Command)."""
+    assert route_after_plan({}, {"plan": []}) == "synthesize"  # type: ignore[typeddict-item]
+    assert route_after_plan({}, {"plan": [{"tool": "x"}]}) == "execute"  # type: ignore[typeddict-item]
+    calls = {"next_calls": [{"tool": "lookup_entity"}]}
+    assert route_after_assess({}, {**calls, "verdicts": [{"decision": "next"}]}) == "plan"  # type: ignore[typeddict-item]
+    assert route_after_assess({}, {**calls, "verdicts": [{"decision": "enough"}]}) == "synthesize"  # type: ignore[typeddict-item]
+    nothing_left = {"next_calls": [], "verdicts": [{"decision": "more"}]}
+    assert route_after_assess({}, nothing_left) == "synthesize"  # type: ignore[typeddict-item]
+    more = {**calls, "verdicts": [{"decision": "more"}]}
+    assert route_after_assess({}, {**more, "bound_hit": "max_rounds"}) == "synthesize"  # type: ignore[typeddict-item]
+    # a bound hit earlier in the run (plan cut calls at max_tool_calls) also ends it
+    assert route_after_assess({"bound_hit": "max_tool_calls"}, more) == "synthesize"  # type: ignore[typeddict-item]
 
 
 def test_memory_store_filter_is_the_callers() -> None:
