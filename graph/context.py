@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph.events import EventSink
-from graph.policies.base import Policy
+from graph.policies.base import PlanStep, Policy
 from tools.context import ToolContext
 from tools.evidence import Evidence
 from tools.executor import ToolExecutor
@@ -25,3 +25,6 @@ class RunContext:
     # Pool items already validated into Evidence, by id: (the state's dict, its Evidence).
     # Reused while the state holds that very dict (an item found again is a new dict).
     evidence: dict[str, tuple[dict[str, Any], Evidence]] = field(default_factory=dict)
+    # Round one's plan, made as the run started (graph.nodes.plan_ahead); the plan node
+    # uses it instead of planning again. None on a resumed run or for an LLM policy.
+    first_plan: PlanStep | None = None

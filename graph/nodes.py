@@ -21,7 +21,7 @@ from graph.citations import verify_citations
 from graph.context import RunContext
 from graph.extractive import extractive_answer
 from graph.models import BoundName, RunOptions
-from graph.policies.base import View
+from graph.policies.base import PlanStep, View
 from graph.state import ResearchState
 from retrieval.fusion import rrf_fuse
 from retrieval.placement import engine_call
@@ -119,7 +119,7 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
     warnings: list[str] = []
     ahead: list[str] = []
     if round_no == 1:
-        step = await ctx.policy.plan(view_of(state, ctx))
+        step = ctx.first_plan or await ctx.policy.plan(view_of(state, ctx))
         calls = step.calls
         ahead = step.embed
         update["policy_state"] = step.policy_state
@@ -141,9 +141,34 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
         node="plan",
         round=round_no,
         calls=[{"tool": c.tool, "args": c.args, "reason": c.reason} for c in fresh],
+        planned_ahead=round_no == 1 and ctx.first_plan is not None,
     )
     update["_summary"] = {"calls": len(fresh)}
     return update
+
+
+async def plan_ahead(ctx: RunContext, run_input: dict[str, Any]) -> PlanStep | None:
+    """Round one's plan as a new run starts, its searches' queries embedding already.
+
+    Only for a policy that plans offline (its plan reads the view alone): the view is the
+    one the plan node would build (an empty pool), so the plan is the one it would make,
+    and the node uses it. Embedding is a round's long pole (~10 ms for two queries here);
+    started now it runs while the run is recorded, LangGraph sets up and the first step
+    is saved, instead of after (~2 ms later). A run killed before its first checkpoint
+    resumes by planning in the node, to the same plan.
+    """
+    if not getattr(ctx.policy, "plans_offline", False):
+        return None
+    state: ResearchState = {  # what the graph's input becomes before the plan node
+        "run_id": run_input["run_id"],
+        "question": run_input["question"],
+        "caller": run_input["caller"],
+        "options": run_input["options"],
+    }
+    step = await ctx.policy.plan(view_of(state, ctx))
+    fresh, _ = _fresh_calls(state, options_of(state), step.calls)
+    ctx.executor.embed_ahead(fresh, ctx.tools, also=step.embed)
+    return step
 
 
 def _fresh_calls(

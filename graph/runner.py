@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from graph import nodes
 from graph.builder import build_graph
 from graph.checkpoints import Checkpoints
 from graph.context import RunContext
@@ -136,6 +137,8 @@ class Researcher:
             "recursion_limit": _RECURSION_LIMIT,
         }
         try:
+            if graph_input is not None:  # a new run: round one's queries embed from here
+                context.first_plan = await nodes.plan_ahead(context, run_input)
             graph = await self._graph()
             if graph_input is None:
                 snapshot = await graph.aget_state(config)

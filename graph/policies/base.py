@@ -77,6 +77,10 @@ class AssessStep:
 
 
 class Policy(Protocol):
+    """A policy may also set ``plans_offline = True``: its ``plan`` reads only the view (no
+    model, no I/O), so the runner plans round one as a run starts (``graph.nodes.plan_ahead``)
+    and the round's queries embed while the run is set up."""
+
     name: str
 
     async def plan(self, view: View) -> PlanStep: ...

@@ -139,6 +139,7 @@ def _frame(sub: SubQuestion) -> str:
 
 class RulePolicy:
     name = "rule"
+    plans_offline = True  # plan() reads the view only (see graph.policies.base.Policy)
 
     async def plan(self, view: View) -> PlanStep:
         q = view.question

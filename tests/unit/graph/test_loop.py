@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from graph.citations import verify_citations
+from graph.events import EventSink
 from graph.models import Caller, RunOptions, TraceEvent
 from graph.nodes import route_after_assess, route_after_plan
+from graph.policies.base import PlanStep, View
+from graph.policies.rule import RulePolicy
 from graph.runner import Researcher
 from retrieval.engines.base import SearchFilter
 from tools.evidence import Evidence
+from tools.executor import ToolExecutor
 from tools.testing import LEDGER_QUESTION, MemoryStore, ledger_corpus, memory_search, passage
 
 QUESTION = LEDGER_QUESTION
@@ -232,3 +237,65 @@ async def test_leads_are_followed_for_two_rounds_then_the_loop_stops(tmp_path: P
     leads = [c for c in planned if c["reason"].startswith("missing:")]
     assert leads and all(c["args"]["legs"] == ["lexical"] for c in leads)
     assert all("legs" not in c["args"] for c in planned if c["reason"] == "question")
+
+
+class _CountingRules(RulePolicy):
+    def __init__(self, offline: bool) -> None:
+        self.plans_offline = offline  # type: ignore[misc]
+        self.plans = 0
+
+    async def plan(self, view: View) -> PlanStep:
+        self.plans += 1
+        return await super().plan(view)
+
+
+def _embed_ahead_log(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """For each ``embed_ahead`` call, the types of the run's events emitted before it."""
+    log: list[list[str]] = []
+    real = ToolExecutor.embed_ahead
+
+    def embed_ahead(self: ToolExecutor, calls: Any, ctx: Any, also: Any = ()) -> None:
+        log.append([e.type for e in sink_events[-1]] if sink_events else [])
+        real(self, calls, ctx, also)
+
+    sink_events: list[list[Any]] = []
+    real_init = EventSink.__init__
+
+    def init(self: EventSink, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        sink_events.append(self.events)
+
+    monkeypatch.setattr(ToolExecutor, "embed_ahead", embed_ahead)
+    monkeypatch.setattr(EventSink, "__init__", init)
+    return log
+
+
+async def test_round_one_is_planned_as_the_run_starts_and_used_by_the_plan_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = {}
+    log = _embed_ahead_log(monkeypatch)
+    for offline in (True, False):
+        log.clear()
+        policy = _CountingRules(offline)
+        r = Researcher(
+            corpus(),
+            checkpointer_path=tmp_path / f"{offline}.sqlite",
+            search_fn=memory_search,
+            policy=policy,
+        )
+        try:
+            result = await r.run(QUESTION, Caller(), RunOptions(mode="iterative"))
+            trace = r.get_trace(result.run_id)
+        finally:
+            r.close()
+        assert policy.plans == 1  # planned once: ahead, or in the node
+        first_plan = next(e for e in trace if e.type == "plan")
+        assert first_plan.data["planned_ahead"] is offline
+        # Ahead, round one's queries start embedding before the graph's first node.
+        assert ("node_start" not in log[0]) is offline
+        results[offline] = result
+    ahead, in_node = results[True], results[False]
+    assert ahead.answer == in_node.answer
+    assert [e.id for e in ahead.evidence] == [e.id for e in in_node.evidence]
+    assert (ahead.rounds, ahead.tool_calls) == (in_node.rounds, in_node.tool_calls)
