@@ -28,3 +28,4 @@ class RunContext:
     # Round one's plan, made as the run started (graph.nodes.plan_ahead); the plan node
     # uses it instead of planning again. None on a resumed run or for an LLM policy.
     first_plan: PlanStep | None = None
+    first_plan_s: float = 0.0  # what making it took: counted as the plan node's time

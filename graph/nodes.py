@@ -43,7 +43,9 @@ def traced(name: str, route: Router | None = None) -> Callable[[Node], Node]:
             await sink.emit("node_start", node=name, round=round_no)
             started = time.perf_counter()
             update = await fn(state, runtime)
-            took = time.perf_counter() - started
+            # plus work done for the node before it ran (round one planned ahead): the
+            # wall-time budget and the trace count it where it belongs
+            took = time.perf_counter() - started + update.pop("_ahead_s", 0.0)
             summary = update.pop("_summary", {})
             await sink.emit(
                 "node_end", node=name, round=round_no, duration_ms=round(took * 1000, 1), **summary
@@ -119,7 +121,10 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
     warnings: list[str] = []
     ahead: list[str] = []
     if round_no == 1:
-        step = ctx.first_plan or await ctx.policy.plan(view_of(state, ctx))
+        if ctx.first_plan is not None:
+            step, update["_ahead_s"] = ctx.first_plan, ctx.first_plan_s
+        else:
+            step = await ctx.policy.plan(view_of(state, ctx))
         calls = step.calls
         ahead = step.embed
         update["policy_state"] = step.policy_state
@@ -148,7 +153,8 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
 
 
 async def plan_ahead(ctx: RunContext, run_input: dict[str, Any]) -> PlanStep | None:
-    """Round one's plan as a new run starts, its searches' queries embedding already.
+    """Round one's plan as a new run starts (set on ``ctx.first_plan``, with what making it
+    took), its searches' queries embedding already.
 
     Only for a policy that plans offline (its plan reads the view alone): the view is the
     one the plan node would build (an empty pool), so the plan is the one it would make,
@@ -159,6 +165,7 @@ async def plan_ahead(ctx: RunContext, run_input: dict[str, Any]) -> PlanStep | N
     """
     if not getattr(ctx.policy, "plans_offline", False):
         return None
+    started = time.perf_counter()
     state: ResearchState = {  # what the graph's input becomes before the plan node
         "run_id": run_input["run_id"],
         "question": run_input["question"],
@@ -168,6 +175,7 @@ async def plan_ahead(ctx: RunContext, run_input: dict[str, Any]) -> PlanStep | N
     step = await ctx.policy.plan(view_of(state, ctx))
     fresh, _ = _fresh_calls(state, options_of(state), step.calls)
     ctx.executor.embed_ahead(fresh, ctx.tools, also=step.embed)
+    ctx.first_plan, ctx.first_plan_s = step, time.perf_counter() - started
     return step
 
 

@@ -136,9 +136,12 @@ class Researcher:
             "configurable": {"thread_id": run_id},
             "recursion_limit": _RECURSION_LIMIT,
         }
+        failed_in: dict[str, Any] = {}  # where an error is reported in the trace
         try:
             if graph_input is not None:  # a new run: round one's queries embed from here
-                context.first_plan = await nodes.plan_ahead(context, run_input)
+                failed_in = {"node": "plan", "round": 1}  # the plan node's work, done early
+                await nodes.plan_ahead(context, run_input)
+                failed_in = {}
             graph = await self._graph()
             if graph_input is None:
                 snapshot = await graph.aget_state(config)
@@ -151,7 +154,7 @@ class Researcher:
             )
             result = ResearchResult.model_validate(out["result"])
         except Exception as exc:
-            await sink.emit("error", error=f"{type(exc).__name__}: {exc}")
+            await sink.emit("error", **failed_in, error=f"{type(exc).__name__}: {exc}")
             sink.flush()
             self.traces.set_status(run_id, "failed")
             raise

@@ -77,9 +77,10 @@ class AssessStep:
 
 
 class Policy(Protocol):
-    """A policy may also set ``plans_offline = True``: its ``plan`` reads only the view (no
-    model, no I/O), so the runner plans round one as a run starts (``graph.nodes.plan_ahead``)
-    and the round's queries embed while the run is set up."""
+    """A policy may also set ``plans_offline = True``: its ``plan`` depends on the view
+    alone (no model call, nothing read beyond what the view holds), so the runner plans
+    round one as a run starts (``graph.nodes.plan_ahead``) and the round's queries embed
+    while the run is set up. A subclass whose plan reads more must set it False."""
 
     name: str
 

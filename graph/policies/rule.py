@@ -139,7 +139,9 @@ def _frame(sub: SubQuestion) -> str:
 
 class RulePolicy:
     name = "rule"
-    plans_offline = True  # plan() reads the view only (see graph.policies.base.Policy)
+    # plan() depends on the view alone (graph.policies.base.Policy); a subclass whose plan
+    # reads more sets this False
+    plans_offline = True
 
     async def plan(self, view: View) -> PlanStep:
         q = view.question

@@ -51,6 +51,24 @@ def test_decode_keeps_what_was_stored() -> None:
     assert decoded.metadata["nan"] is None
 
 
-def test_decode_rejects_a_broken_blob() -> None:
+def test_deeply_nested_metadata_still_decodes() -> None:
+    """pydantic's JSON parser stops at ~200 levels where json.loads went on: such records
+    are read the old way rather than failing the search that reaches them."""
+    nested: dict[str, object] = {"leaf": 1}
+    for _ in range(240):
+        nested = {"n": nested}
+    record = Record(id="wiki:deep#0", source="wiki", text="deep", metadata={"tree": nested})
+    blob = encode_record(record)
     with pytest.raises(ValueError):
-        decode_record(b'{"id": "x", "source": "s"')
+        Record.model_validate_json(blob)  # the fast path alone would fail here
+    assert decode_record(blob) == record == record_from_dict(json.loads(blob))
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [b'{"id": "x", "source": "s"', b'{"id": "x"}', b"[1, 2]", b""],
+    ids=["truncated", "not-a-record", "not-an-object", "empty"],
+)
+def test_decode_rejects_what_is_not_a_record(blob: bytes) -> None:
+    with pytest.raises(ValueError):  # JSONDecodeError and ValidationError are ValueErrors
+        decode_record(blob)

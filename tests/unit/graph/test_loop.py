@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -240,12 +241,18 @@ async def test_leads_are_followed_for_two_rounds_then_the_loop_stops(tmp_path: P
 
 
 class _CountingRules(RulePolicy):
-    def __init__(self, offline: bool) -> None:
+    def __init__(self, offline: bool, pause_s: float = 0.0, error: bool = False) -> None:
         self.plans_offline = offline  # type: ignore[misc]
         self.plans = 0
+        self.pause_s, self.error = pause_s, error
 
     async def plan(self, view: View) -> PlanStep:
         self.plans += 1
+        until = time.perf_counter() + self.pause_s
+        while time.perf_counter() < until:  # planning work: CPU on the loop, as a policy's is
+            pass
+        if self.error:
+            raise RuntimeError("planner broke")
         return await super().plan(view)
 
 
@@ -299,3 +306,66 @@ async def test_round_one_is_planned_as_the_run_starts_and_used_by_the_plan_node(
     assert ahead.answer == in_node.answer
     assert [e.id for e in ahead.evidence] == [e.id for e in in_node.evidence]
     assert (ahead.rounds, ahead.tool_calls) == (in_node.rounds, in_node.tool_calls)
+
+
+@pytest.mark.parametrize("offline", [True, False])
+async def test_planning_ahead_counts_as_the_plan_nodes_time(tmp_path: Path, offline: bool) -> None:
+    """The wall-time budget and the trace count round one's planning wherever it ran."""
+    r = Researcher(
+        corpus(),
+        checkpointer_path=tmp_path / "runs.sqlite",
+        search_fn=memory_search,
+        policy=_CountingRules(offline, pause_s=0.05),
+    )
+    try:
+        result = await r.run(QUESTION, Caller(), RunOptions(mode="iterative"))
+        trace = r.get_trace(result.run_id)
+    finally:
+        r.close()
+    plan_end = next(e for e in trace if e.type == "node_end" and e.node == "plan")
+    assert plan_end.data["duration_ms"] >= 50
+    assert result.usage["elapsed_s"] >= 0.05
+
+
+async def test_a_run_resumed_before_its_first_checkpoint_plans_in_the_node(
+    tmp_path: Path,
+) -> None:
+    policy = _CountingRules(True)
+    r = Researcher(
+        corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search, policy=policy
+    )
+    run_input = {
+        "run_id": "killed-early",
+        "question": QUESTION,
+        "caller": Caller().model_dump(),
+        "options": RunOptions(mode="iterative").model_dump(),
+    }
+    # What a process killed after recording the run, before any checkpoint, leaves.
+    r.traces.create_run("killed-early", "anonymous", QUESTION, run_input)
+    try:
+        result = await r.resume("killed-early")
+        trace = r.get_trace("killed-early")
+    finally:
+        r.close()
+    assert result.answerable and policy.plans == 1
+    assert next(e for e in trace if e.type == "plan").data["planned_ahead"] is False
+
+
+async def test_a_planner_failing_ahead_fails_the_run_at_the_plan_node(tmp_path: Path) -> None:
+    r = Researcher(
+        corpus(),
+        checkpointer_path=tmp_path / "runs.sqlite",
+        search_fn=memory_search,
+        policy=_CountingRules(True, error=True),
+    )
+    try:
+        with pytest.raises(RuntimeError, match="planner broke"):
+            await r.run(QUESTION, Caller(), RunOptions(mode="iterative"), run_id="broken")
+        trace = r.get_trace("broken")
+        runs = r.list_runs(Caller().user)
+    finally:
+        r.close()
+    error = next(e for e in trace if e.type == "error")
+    assert (error.node, error.round) == ("plan", 1)
+    assert "planner broke" in error.data["error"]
+    assert [x["status"] for x in runs if x["run_id"] == "broken"] == ["failed"]
