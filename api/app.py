@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -157,6 +158,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = await factory(settings)
         await _warm_up(services.store)
+        if settings.gc_freeze:
+            _freeze_start_up_heap()
         await services.pool.start()
         services.sources.start()
         app.state.services = services
@@ -205,6 +208,20 @@ async def _warm_up(store: Any) -> None:
         return
     if took is not None:
         log.info("embedding model warmed up", extra={"seconds": round(took, 3)})
+
+
+def _freeze_start_up_heap() -> None:
+    """Move what start-up loaded out of the garbage collector's full passes.
+
+    A full collection walks every tracked object, and the models, tokenizer and index
+    handles are ~550k of them: ~450 ms, every few hundred answers, with no request served
+    meanwhile (measured on MuSiQue: one such pass per ~160 research runs). Frozen (the
+    permanent generation), they are skipped: ~6 ms a pass. Start-up garbage is collected
+    first; what is frozen stays until the process ends, which is what start-up state does.
+    """
+    gc.collect()
+    gc.freeze()
+    log.info("start-up heap frozen", extra={"objects": gc.get_freeze_count()})
 
 
 def _operation_id(route: APIRoute) -> str:

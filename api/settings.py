@@ -46,6 +46,10 @@ class ApiSettings(BaseSettings):
     )
     answer_timeout_s: float = Field(default=300.0, gt=0)
     sse_ping_s: float = Field(default=15.0, gt=0)
+    gc_freeze: bool = Field(
+        default=True,
+        description="keep what start-up loaded (models, indexes) out of full GC passes",
+    )
     tasks_page_max: int = 100
 
     # Webhooks (Standard Webhooks signing).

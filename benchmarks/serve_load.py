@@ -198,7 +198,12 @@ def main() -> int:
         "completed": len(stats["done"]),
         "throughput_per_s": round(len(stats["done"]) / args.duration, 2),
         "first_event_s": {"p50": _pct(stats["first"], 50), "p95": _pct(stats["first"], 95)},
-        "done_s": {"p50": _pct(stats["done"], 50), "p95": _pct(stats["done"], 95)},
+        "done_s": {
+            "p50": _pct(stats["done"], 50),
+            "p95": _pct(stats["done"], 95),
+            "p99": _pct(stats["done"], 99),
+            "max": round(max(stats["done"]), 3) if stats["done"] else None,
+        },
         "errors": sum(stats["errors"].values()),
         "error_kinds": stats["errors"],
         "error_samples": stats["error_samples"][:5],
@@ -209,7 +214,9 @@ def main() -> int:
     print(
         f"first event p50/p95 {report['first_event_s']['p50']} / {report['first_event_s']['p95']} s"
     )
-    print(f"done p50/p95        {report['done_s']['p50']} / {report['done_s']['p95']} s")
+    done = report["done_s"]
+    print(f"done p50/p95/p99    {done['p50']} / {done['p95']} / {done['p99']} s", end="")
+    print(f" (max {done['max']})")
     print(f"errors              {report['errors']} {report['error_kinds'] or ''}")
     for sample in report["error_samples"]:
         print(f"  error: {sample}")

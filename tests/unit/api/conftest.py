@@ -197,6 +197,7 @@ def settings(tmp_path: Path, auth_file: Path) -> ApiSettings:
         max_body_bytes=4_096,
         max_question_chars=200,
         task_workers=1,
+        gc_freeze=False,  # process-wide: tests/unit/api/test_warm_up.py checks it on its own
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from typing import Any
 
@@ -51,3 +52,21 @@ async def test_a_failed_warm_up_is_logged_and_the_service_still_starts(
     assert any(
         "warm-up failed" in r.getMessage() and "minilm" in r.getMessage() for r in caplog.records
     )
+
+
+async def test_start_up_objects_are_kept_out_of_full_collections(settings: ApiSettings) -> None:
+    app = _app(settings.model_copy(update={"gc_freeze": True}), FakeStore())
+    gc.unfreeze()
+    try:
+        async with app.router.lifespan_context(app):
+            assert gc.get_freeze_count() > 0  # what start-up loaded is frozen
+    finally:
+        gc.unfreeze()  # process-wide: give the other tests a normal collector back
+
+
+async def test_the_freeze_can_be_turned_off(settings: ApiSettings) -> None:
+    assert settings.gc_freeze is False
+    gc.unfreeze()
+    app = _app(settings, FakeStore())
+    async with app.router.lifespan_context(app):
+        assert gc.get_freeze_count() == 0
