@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -21,7 +21,7 @@ from graph.citations import verify_citations
 from graph.context import RunContext
 from graph.extractive import extractive_answer
 from graph.models import BoundName, RunOptions
-from graph.policies.base import PlanStep, View
+from graph.policies.base import View
 from graph.state import ResearchState
 from retrieval.fusion import rrf_fuse
 from retrieval.placement import engine_call
@@ -152,31 +152,25 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
     return update
 
 
-async def plan_ahead(ctx: RunContext, run_input: dict[str, Any]) -> PlanStep | None:
-    """Round one's plan as a new run starts (set on ``ctx.first_plan``, with what making it
+async def plan_ahead(ctx: RunContext, graph_input: dict[str, Any]) -> None:
+    """Make round one's plan as a new run starts (``ctx.first_plan``, with what making it
     took), its searches' queries embedding already.
 
     Only for a policy that plans offline (its plan reads the view alone): the view is the
-    one the plan node would build (an empty pool), so the plan is the one it would make,
-    and the node uses it. Embedding is a round's long pole (~10 ms for two queries here);
-    started now it runs while the run is recorded, LangGraph sets up and the first step
-    is saved, instead of after (~2 ms later). A run killed before its first checkpoint
-    resumes by planning in the node, to the same plan.
+    one the plan node builds from the same input (an empty pool), so the plan is the one
+    it would make, and the node uses it. Embedding is a round's long pole (~10 ms for two
+    queries here); started now it runs while the run is recorded, LangGraph sets up and
+    the first step is saved, instead of after (~2 ms later). A run killed before its first
+    checkpoint resumes by planning in the node, to the same plan.
     """
     if not getattr(ctx.policy, "plans_offline", False):
-        return None
+        return
     started = time.perf_counter()
-    state: ResearchState = {  # what the graph's input becomes before the plan node
-        "run_id": run_input["run_id"],
-        "question": run_input["question"],
-        "caller": run_input["caller"],
-        "options": run_input["options"],
-    }
+    state = cast(ResearchState, graph_input)  # what the plan node first reads (read only)
     step = await ctx.policy.plan(view_of(state, ctx))
     fresh, _ = _fresh_calls(state, options_of(state), step.calls)
     ctx.executor.embed_ahead(fresh, ctx.tools, also=step.embed)
     ctx.first_plan, ctx.first_plan_s = step, time.perf_counter() - started
-    return step
 
 
 def _fresh_calls(

@@ -140,7 +140,7 @@ class Researcher:
         try:
             if graph_input is not None:  # a new run: round one's queries embed from here
                 failed_in = {"node": "plan", "round": 1}  # the plan node's work, done early
-                await nodes.plan_ahead(context, run_input)
+                await nodes.plan_ahead(context, graph_input)
                 failed_in = {}
             graph = await self._graph()
             if graph_input is None:

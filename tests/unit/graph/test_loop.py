@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from graph.citations import verify_citations
-from graph.events import EventSink
 from graph.models import Caller, RunOptions, TraceEvent
 from graph.nodes import route_after_assess, route_after_plan
 from graph.policies.base import PlanStep, View
@@ -256,34 +255,25 @@ class _CountingRules(RulePolicy):
         return await super().plan(view)
 
 
-def _embed_ahead_log(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """For each ``embed_ahead`` call, the types of the run's events emitted before it."""
-    log: list[list[str]] = []
-    real = ToolExecutor.embed_ahead
-
-    def embed_ahead(self: ToolExecutor, calls: Any, ctx: Any, also: Any = ()) -> None:
-        log.append([e.type for e in sink_events[-1]] if sink_events else [])
-        real(self, calls, ctx, also)
-
-    sink_events: list[list[Any]] = []
-    real_init = EventSink.__init__
-
-    def init(self: EventSink, *args: Any, **kwargs: Any) -> None:
-        real_init(self, *args, **kwargs)
-        sink_events.append(self.events)
-
-    monkeypatch.setattr(ToolExecutor, "embed_ahead", embed_ahead)
-    monkeypatch.setattr(EventSink, "__init__", init)
-    return log
-
-
 async def test_round_one_is_planned_as_the_run_starts_and_used_by_the_plan_node(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     results = {}
-    log = _embed_ahead_log(monkeypatch)
+    streamed: list[str] = []  # the run's event types, as they are emitted
+    seen_at_embed: list[list[str]] = []  # what had been emitted at each embed_ahead call
+    real = ToolExecutor.embed_ahead
+
+    def embed_ahead(self: ToolExecutor, calls: Any, ctx: Any, also: Any = ()) -> None:
+        seen_at_embed.append(list(streamed))
+        real(self, calls, ctx, also)
+
+    async def on_event(event: TraceEvent) -> None:
+        streamed.append(event.type)
+
+    monkeypatch.setattr(ToolExecutor, "embed_ahead", embed_ahead)
     for offline in (True, False):
-        log.clear()
+        streamed.clear()
+        seen_at_embed.clear()
         policy = _CountingRules(offline)
         r = Researcher(
             corpus(),
@@ -292,7 +282,9 @@ async def test_round_one_is_planned_as_the_run_starts_and_used_by_the_plan_node(
             policy=policy,
         )
         try:
-            result = await r.run(QUESTION, Caller(), RunOptions(mode="iterative"))
+            result = await r.run(
+                QUESTION, Caller(), RunOptions(mode="iterative"), on_event=on_event
+            )
             trace = r.get_trace(result.run_id)
         finally:
             r.close()
@@ -300,7 +292,7 @@ async def test_round_one_is_planned_as_the_run_starts_and_used_by_the_plan_node(
         first_plan = next(e for e in trace if e.type == "plan")
         assert first_plan.data["planned_ahead"] is offline
         # Ahead, round one's queries start embedding before the graph's first node.
-        assert ("node_start" not in log[0]) is offline
+        assert ("node_start" not in seen_at_embed[0]) is offline
         results[offline] = result
     ahead, in_node = results[True], results[False]
     assert ahead.answer == in_node.answer
