@@ -156,7 +156,19 @@ def name_distance(toks: list[str], anchors: list[int], name: str) -> int | None:
     if not n_toks:
         return None
     n = len(n_toks)
-    starts = [i for i in range(len(toks) - n + 1) if toks[i : i + n] == n_toks]
+    # Occurrences of the name's first word found by list.index (in C), each then checked
+    # whole: the same starts as comparing a slice at every position, without a slice per
+    # word of the passage (a passage's names are each looked for in it).
+    first, last_start = n_toks[0], len(toks) - n
+    starts: list[int] = []
+    i = -1
+    while True:
+        try:
+            i = toks.index(first, i + 1, last_start + 1)
+        except ValueError:
+            break
+        if n == 1 or toks[i : i + n] == n_toks:
+            starts.append(i)
     if not starts:
         return None
     if not anchors:

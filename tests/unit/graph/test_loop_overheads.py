@@ -5,15 +5,20 @@ own async saver)."""
 
 from __future__ import annotations
 
+import json
+import math
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from graph.events import EventSink
 from graph.models import Caller, RunOptions, TraceEvent
 from graph.nodes import pool_ranked
 from graph.runner import Researcher
-from graph.text import proper_phrases, sentences, terms, words
+from graph.text import name_distance, proper_phrases, sentences, stem, terms, words
 from graph.trace_store import TraceStore, WalCheckpoints
 from tools.context import _MemoTitleIndex
 from tools.testing import LEDGER_QUESTION, ledger_corpus, memory_search
@@ -37,6 +42,32 @@ async def test_events_stream_at_once_and_are_stored_at_flush(tmp_path: Path) -> 
     sink.flush()
     assert [(e.seq, e.type) for e in store.events("r")] == [(1, "node_start"), (2, "node_end")]
     assert EventSink("r", store).events == [] and EventSink("r", store)._seq == 3
+    store.close()
+
+
+def test_stored_event_data_is_json_every_reader_parses(tmp_path: Path) -> None:
+    """What JSON lacks is stored as its str, non-str keys as strings, NaN as null (strict
+    JSON for the HTTP layer), and a run's input and result round-trip."""
+    store = TraceStore(tmp_path / "traces.sqlite")
+    moment = datetime(2024, 5, 1, 12, 30, tzinfo=UTC)
+    store.create_run("r", "u", "q?", {"question": "q?", "k": 3})
+    data = {"at": moment, "ranks": {1: "a"}, "score": math.nan, "ids": ("x", "y"), "p": Path("f")}
+    store.append_many([TraceEvent(run_id="r", seq=1, type="metadata", ts=1.0, data=data)])
+    (event,) = store.events("r")
+    assert event.data == {
+        "at": "2024-05-01T12:30:00+00:00",
+        "ranks": {"1": "a"},
+        "score": None,
+        "ids": ["x", "y"],
+        "p": "f",
+    }
+    with sqlite3.connect(tmp_path / "traces.sqlite") as db:
+        (raw,) = db.execute("SELECT data FROM events").fetchone()
+    assert isinstance(raw, str) and "NaN" not in raw
+    json.loads(raw, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert store.run_input("r") == {"question": "q?", "k": 3}
+    store.finish_run("r", "done", {"answer": "é [1]", "n": 1.5})
+    assert store.result("r") == {"answer": "é [1]", "n": 1.5}
     store.close()
 
 
@@ -88,6 +119,43 @@ def test_pool_items_are_validated_once_while_the_state_holds_them() -> None:
     third = pool_ranked(state, cache)
     assert third[0] is first[0] and third[1] is not first[1] and third[1].score == 2.0
     assert [e.model_dump() for e in pool_ranked(state)] == [e.model_dump() for e in third]
+
+
+def test_name_distance_finds_every_occurrence_of_a_name() -> None:
+    """The scan by the name's first word gives what comparing a slice at every position
+    gave: the nearest occurrence to any anchor, a name at the very end, none when absent."""
+
+    def by_slices(toks: list[str], anchors: list[int], name: str) -> int | None:
+        n_toks = [stem(w) for w in words(name)]
+        n = len(n_toks)
+        starts = [i for i in range(len(toks) - n + 1) if toks[i : i + n] == n_toks]
+        if not n_toks or not starts:
+            return None
+        if not anchors:
+            return starts[0]
+        return min(min(abs(a - s), abs(a - (s + n - 1))) for s in starts for a in anchors)
+
+    text = (
+        "Mount Hood lies east of Portland; the Hood River flows north from Mount Hood "
+        "to the Columbia, and Portland Hood is a namesake"
+    )
+    toks = [stem(w) for w in words(text)]
+    cases = [
+        ([], "Mount Hood"),
+        ([5], "Mount Hood"),
+        ([0, 20], "Hood"),
+        ([3], "Portland Hood"),
+        ([2], "namesake"),
+        ([2], "Columbia River"),
+        ([1], "Mount Hood lies east of Portland the Hood River flows north from Mount Hood x"),
+        ([], ""),
+    ]
+    for anchors, name in cases:
+        assert name_distance(toks, anchors, name) == by_slices(toks, anchors, name), name
+    assert name_distance(toks, [5], "Mount Hood") == 4  # "Hood" at 1, the anchor at 5
+    assert name_distance(toks, [2], "namesake") == len(toks) - 1 - 2
+    assert name_distance(toks, [], "Columbia River") is None
+    assert name_distance([], [], "Hood") is None
 
 
 def test_memoised_text_functions_return_fresh_lists() -> None:
