@@ -204,6 +204,29 @@ async def test_each_channel_value_is_checkpointed_once_per_version(tmp_path: Pat
     assert pools == result.rounds < checkpoints  # once per round (fuse), not per step
 
 
+async def test_a_node_writes_no_channel_it_leaves_unchanged(tmp_path: Path) -> None:
+    """No warnings, no write of ``warnings``; no tokens spent, no write of ``tokens``: each
+    write would version its channel and be saved twice (the step's writes, its checkpoint)."""
+    researcher = Researcher(
+        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+    )
+    try:
+        result = await researcher.run(QUESTION, Caller(), RunOptions(), run_id="run-1")
+        saver = await researcher.checkpoints.saver()
+        db = sqlite3.connect(tmp_path / "runs.sqlite")
+        rows = db.execute(
+            "SELECT channel, type, value FROM writes WHERE channel IN ('warnings', 'tokens')"
+        ).fetchall()
+        steps = db.execute("SELECT COUNT(DISTINCT task_id) FROM writes").fetchone()[0]
+        db.close()
+        written = [(c, saver.serde.loads_typed((t, v))) for c, t, v in rows]
+    finally:
+        await researcher.aclose()
+    assert result.usage["tokens"] == 0 and steps >= 6  # the rule policy spends no tokens
+    assert all(channel == "warnings" and value for channel, value in written), written
+    assert sum(len(value) for _, value in written) <= len(result.warnings)
+
+
 async def test_a_run_checkpointed_with_values_inline_is_read_and_continued(
     tmp_path: Path,
 ) -> None:
