@@ -34,9 +34,9 @@ def _dumps(value: Any) -> str:
     event's data takes 2.4 us against 18 us with ``json.dumps`` here, and the research
     loop stores its events on its event loop, a node at a time. Anything JSON lacks is
     written as its ``str``; NaN and infinities as null (valid JSON for every reader, where
-    ``json.dumps`` writes NaN). An integer past 64 bits (a record's metadata may hold one,
-    and a run's result carries its evidence's metadata) is beyond orjson: such a value is
-    written by ``json.dumps``, exactly."""
+    ``json.dumps`` writes NaN). An integer past 64 bits is beyond orjson (events and results
+    carry values that callers and connectors handed in, such as a record's entities): such a
+    value is written by ``json.dumps``, exactly, as before."""
     try:
         return orjson.dumps(value, default=str, option=_JSON_OPTIONS).decode("utf-8")
     except TypeError:  # orjson.JSONEncodeError: an int past 64 bits, or a key json refuses

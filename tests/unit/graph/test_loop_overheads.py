@@ -68,7 +68,7 @@ def test_stored_event_data_is_json_every_reader_parses(tmp_path: Path) -> None:
     assert store.run_input("r") == {"question": "q?", "k": 3}
     store.finish_run("r", "done", {"answer": "é [1]", "n": 1.5})
     assert store.result("r") == {"answer": "é [1]", "n": 1.5}
-    # Past orjson's 64 bits (a record's metadata in the result's evidence): kept exactly.
+    # Past orjson's 64 bits (a value handed in by a caller or connector): kept exactly.
     big = {"evidence": [{"metadata": {"ticket": 2**70, "neg": -(2**64)}}], "score": 0.5}
     store.finish_run("r", "done", big)
     assert store.result("r") == big
