@@ -53,9 +53,12 @@ def traced(name: str, route: Router | None = None) -> Callable[[Node], Node]:
             sink.flush()  # the node's events, stored in one transaction
             update["elapsed_s"] = took
             # A write that changes nothing still gives its channel a new version, saved in
-            # the step's writes and again in its checkpoint: no warnings, no write.
+            # the step's writes and again in its checkpoint: no warnings, or the token count
+            # as it was (no tokens spent), no write.
             if not update.get("warnings"):
                 update.pop("warnings", None)
+            if update.get("tokens") == state.get("tokens", 0):
+                update.pop("tokens", None)
             update["trace"] = [
                 {"node": name, "round": round_no, "ms": round(took * 1000, 1), **summary}
             ]
@@ -132,8 +135,7 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
         calls = step.calls
         ahead = step.embed
         update["policy_state"] = step.policy_state
-        if step.tokens:
-            update["tokens"] = state.get("tokens", 0) + step.tokens
+        update["tokens"] = state.get("tokens", 0) + step.tokens
         warnings += step.warnings
     else:
         calls = [ToolCall.model_validate(c) for c in state.get("next_calls") or []]
@@ -320,19 +322,17 @@ async def assess(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str
     new_ids = [r["id"] for r in state.get("round_ranking") or []]
     step = await ctx.policy.assess(view_of(state, ctx, new_ids))
     verdict = step.verdict
-    tokens = state.get("tokens", 0) + step.tokens
     update: dict[str, Any] = {
         "verdicts": [{"round": state["round"], **verdict.model_dump(mode="json")}],
         "next_calls": [c.model_dump() for c in verdict.next_calls],
+        "tokens": state.get("tokens", 0) + step.tokens,
         "warnings": list(step.warnings),
     }
-    if step.tokens:
-        update["tokens"] = tokens
     if step.policy_state:
         update["policy_state"] = step.policy_state
     bound = None
     if verdict.decision != "enough":
-        bound = _bound({**state, "tokens": tokens}, opts)  # type: ignore[typeddict-item]
+        bound = _bound({**state, "tokens": update["tokens"]}, opts)  # type: ignore[typeddict-item]
         if bound is not None:
             update["bound_hit"] = bound
             update["warnings"].append(
