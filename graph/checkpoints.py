@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -34,6 +34,120 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from graph.trace_store import WalCheckpoints
 
 log = logging.getLogger(__name__)
+
+CheckpointEvery = Literal["round", "step"]
+# The steps a run is durable at when it checkpoints once a round: the input (LangGraph's
+# input checkpoint, then the step that applies it), the end of each round (assess wrote
+# its verdict) and the end of the run (synthesize wrote the result).
+_ROUND_END_CHANNELS = frozenset({"question", "verdicts", "result"})
+_HEADS = 4096  # threads whose last stored checkpoint is remembered
+
+
+def ends_a_round(checkpoint: Checkpoint, metadata: CheckpointMetadata) -> bool:
+    """Whether a checkpoint is one a run resumes from when it checkpoints once a round.
+
+    The ones LangGraph takes inside a round (before execute, fuse, rerank and assess) are
+    not: a run killed there resumes from the end of its last finished round, and redoes
+    only the unfinished round's retrieval (its plan's writes are kept, see
+    :class:`RoundDurability`). A checkpoint that does not say which channels it updated
+    (an older format) is kept.
+    """
+    updated = checkpoint.get("updated_channels")
+    return (
+        metadata.get("source") == "input"
+        or updated is None
+        or not _ROUND_END_CHANNELS.isdisjoint(updated)
+    )
+
+
+class RoundDurability:
+    """Which of a run's checkpoints and writes a saver stores when it keeps one a round.
+
+    A skipped checkpoint still gets its id (LangGraph carries the run on in memory); the
+    next stored one names the last stored one as its parent, so a thread's history is a
+    chain of stored checkpoints. A task's writes are stored when the task ran from a stored
+    checkpoint (the plan node's, from the end of a round: a resumed run does not plan that
+    round again) and dropped otherwise (nothing resumes from their checkpoint).
+
+    ``every="step"`` stores every checkpoint and every write, as LangGraph's savers do.
+    """
+
+    def __init__(self, every: CheckpointEvery = "round") -> None:
+        self.every = every
+        # thread -> id of the last checkpoint stored for it by this saver (bounded)
+        self._heads: dict[tuple[str, str], str] = {}
+        # thread -> channels updated by the checkpoints skipped since its last stored one
+        self._pending: dict[tuple[str, str], set[str]] = {}
+
+    @staticmethod
+    def thread(config: RunnableConfig) -> tuple[str, str]:
+        conf = config["configurable"]
+        return str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+
+    def skip(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig | None:
+        """The config LangGraph continues with, when this checkpoint is not stored."""
+        if self.every == "step" or ends_a_round(checkpoint, metadata):
+            return None
+        thread = self.thread(config)
+        parent = config["configurable"].get("checkpoint_id")
+        if thread not in self._heads and parent is not None:
+            self._remember(thread, str(parent))  # a resumed run: its parent is stored
+        self._pending.setdefault(thread, set()).update(new_versions)
+        return {
+            "configurable": {
+                "thread_id": thread[0],
+                "checkpoint_ns": thread[1],
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def parent(self, config: RunnableConfig) -> RunnableConfig:
+        """``config`` naming the last stored checkpoint as the parent."""
+        head = self._heads.get(self.thread(config))
+        if head is None or config["configurable"].get("checkpoint_id") == head:
+            return config
+        return {**config, "configurable": {**config["configurable"], "checkpoint_id": head}}
+
+    def new_versions(
+        self, config: RunnableConfig, checkpoint: Checkpoint, new_versions: ChannelVersions
+    ) -> ChannelVersions:
+        """``new_versions`` plus the channels the skipped checkpoints updated, each at its
+        version now: what a saver that stores only new versions must store."""
+        pending = self._pending.get(self.thread(config))
+        if not pending:
+            return new_versions
+        versions = checkpoint["channel_versions"]
+        return {c: versions[c] for c in {*pending, *new_versions} if c in versions}
+
+    def stored(self, config: RunnableConfig, checkpoint_id: str) -> None:
+        if self.every == "round":
+            thread = self.thread(config)
+            self._pending.pop(thread, None)
+            self._remember(thread, checkpoint_id)
+
+    def keeps_writes(self, config: RunnableConfig) -> bool:
+        head = self._heads.get(self.thread(config))
+        return head is None or config["configurable"].get("checkpoint_id") == head
+
+    def forget(self, thread_id: str) -> None:
+        for key in [k for k in self._heads if k[0] == thread_id]:
+            del self._heads[key]
+        for key in [k for k in self._pending if k[0] == thread_id]:
+            del self._pending[key]
+
+    def _remember(self, thread: tuple[str, str], checkpoint_id: str) -> None:
+        self._heads.pop(thread, None)  # re-inserted last: the oldest is evicted first
+        if len(self._heads) >= _HEADS:
+            oldest = next(iter(self._heads))
+            del self._heads[oldest]
+            self._pending.pop(oldest, None)
+        self._heads[thread] = checkpoint_id
 
 
 _BLOBS = """
@@ -72,12 +186,21 @@ class LoopSqliteSaver(SqliteSaver):
 
     ``wal``: the WAL checkpoints of ``conn``'s database run in a background thread
     (:class:`graph.trace_store.WalCheckpoints`), not in a commit on the loop.
+
+    ``every``: ``"round"`` (the default) stores a run's checkpoints at its start and at the
+    end of each round only (:class:`RoundDurability`); ``"step"`` stores every one.
     """
 
     def __init__(
-        self, conn: sqlite3.Connection, *, serde: Any = None, wal: WalCheckpoints | None = None
+        self,
+        conn: sqlite3.Connection,
+        *,
+        serde: Any = None,
+        wal: WalCheckpoints | None = None,
+        every: CheckpointEvery = "round",
     ) -> None:
         super().__init__(conn, serde=serde)
+        self.durability = RoundDurability(every)
         # thread -> (channel, version) pairs already in checkpoint_blobs (a bounded cache)
         self._known: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self.wal = wal
@@ -98,7 +221,12 @@ class LoopSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        skipped = self.durability.skip(config, checkpoint, metadata, new_versions)
+        if skipped is not None:
+            return skipped
+        config = self.durability.parent(config)
         thread = (str(config["configurable"]["thread_id"]), config["configurable"]["checkpoint_ns"])
+        # Every channel version not stored yet, those the skipped checkpoints made included.
         known = self._stored_versions(thread)
         versions = checkpoint["channel_versions"]
         rows = [
@@ -118,6 +246,7 @@ class LoopSqliteSaver(SqliteSaver):
             config, {**checkpoint, "channel_values": inline}, metadata, new_versions
         )
         known.update((row[2], row[3]) for row in rows)
+        self.durability.stored(config, checkpoint["id"])
         self._committed()
         return saved
 
@@ -128,6 +257,8 @@ class LoopSqliteSaver(SqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if not self.durability.keeps_writes(config):
+            return
         super().put_writes(config, writes, task_id, task_path)
         self._committed()
 
@@ -153,6 +284,7 @@ class LoopSqliteSaver(SqliteSaver):
             cur.execute("DELETE FROM checkpoint_blobs WHERE thread_id = ?", (str(thread_id),))
         for key in [k for k in self._known if k[0] == str(thread_id)]:
             del self._known[key]
+        self.durability.forget(str(thread_id))
 
     # -- internals --
 
@@ -245,11 +377,59 @@ class _Opened:
     stop: Callable[[], object] | None = None
 
 
+def _round_durable_postgres(base: type[Any], every: CheckpointEvery) -> type[Any]:
+    """LangGraph's async Postgres saver storing what :class:`RoundDurability` keeps."""
+
+    class RoundDurablePostgresSaver(base):  # type: ignore[misc, valid-type]
+        durability = RoundDurability(every)
+
+        async def aput(
+            self,
+            config: RunnableConfig,
+            checkpoint: Checkpoint,
+            metadata: CheckpointMetadata,
+            new_versions: ChannelVersions,
+        ) -> RunnableConfig:
+            skipped = self.durability.skip(config, checkpoint, metadata, new_versions)
+            if skipped is not None:
+                return skipped
+            # It stores the values of new_versions only: the skipped steps' channels too.
+            versions = self.durability.new_versions(config, checkpoint, new_versions)
+            saved: RunnableConfig = await super().aput(
+                self.durability.parent(config), checkpoint, metadata, versions
+            )
+            self.durability.stored(config, checkpoint["id"])
+            return saved
+
+        async def aput_writes(
+            self,
+            config: RunnableConfig,
+            writes: Sequence[tuple[str, Any]],
+            task_id: str,
+            task_path: str = "",
+        ) -> None:
+            if self.durability.keeps_writes(config):
+                await super().aput_writes(config, writes, task_id, task_path)
+
+        async def adelete_thread(self, thread_id: str) -> None:
+            await super().adelete_thread(thread_id)
+            self.durability.forget(str(thread_id))
+
+    return RoundDurablePostgresSaver
+
+
 class Checkpoints:
-    def __init__(self, path: Path, url: str | None = None, busy_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        url: str | None = None,
+        busy_timeout_s: float = 30.0,
+        every: CheckpointEvery = "round",
+    ) -> None:
         self.path = path
         self.url = url
         self.busy_timeout_s = busy_timeout_s
+        self.every = every
         self._opening: dict[asyncio.AbstractEventLoop, asyncio.Task[_Opened]] = {}
 
     async def saver(self) -> Any:
@@ -304,7 +484,8 @@ class Checkpoints:
                 "WAYPOINT_CHECKPOINT_URL needs the optional dependency "
                 "langgraph-checkpoint-postgres (pip install 'waypoint[postgres]')"
             ) from exc
-        saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(url))
+        saver_class = _round_durable_postgres(AsyncPostgresSaver, self.every)
+        saver = await stack.enter_async_context(saver_class.from_conn_string(url))
         await saver.setup()
         return saver
 
@@ -319,7 +500,7 @@ class Checkpoints:
         # WAL + NORMAL: a commit is durable against a process kill (not a power cut) and
         # costs no fsync, which matters with every node of every run checkpointing.
         conn.execute("PRAGMA synchronous = NORMAL")
-        saver = LoopSqliteSaver(conn, wal=wal)
+        saver = LoopSqliteSaver(conn, wal=wal, every=self.every)
         saver.setup()
 
         def stop() -> None:

@@ -52,7 +52,11 @@ class Researcher:
         self.checkpoint_path = checkpointer_path or home / "runs.sqlite"
         self.traces = TraceStore(self.checkpoint_path.with_name("traces.sqlite"))
         # One saver per event loop, shared by every run on it (opened on first use).
-        self.checkpoints = Checkpoints(self.checkpoint_path, self.settings.checkpoint_url)
+        self.checkpoints = Checkpoints(
+            self.checkpoint_path,
+            self.settings.checkpoint_url,
+            every=self.settings.checkpoint_every,
+        )
         self._graph_cache: Any = None  # the graph compiled against the latest saver
         self.policy = policy or make_policy(self.settings)
         self.search_fn = search_fn  # None: retrieval.pipeline.hybrid_search
@@ -109,7 +113,8 @@ class Researcher:
         return await self._drive(run_input, run_input, sink)
 
     async def resume(self, run_id: str, on_event: OnEvent | None = None) -> ResearchResult:
-        """Continue a run from its last checkpoint (pool intact, no round repeated)."""
+        """Continue a run from its last checkpoint (pool intact, no finished round repeated;
+        with ``checkpoint_every="round"`` an unfinished round's retrieval runs again)."""
         run_input = self.traces.run_input(run_id)
         if run_input is None:
             raise UnknownRun(run_id)

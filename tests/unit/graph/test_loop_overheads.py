@@ -18,6 +18,7 @@ from graph.events import EventSink
 from graph.models import Caller, RunOptions, TraceEvent
 from graph.nodes import pool_ranked
 from graph.runner import Researcher
+from graph.settings import GraphSettings
 from graph.text import name_distance, proper_phrases, sentences, stem, terms, words
 from graph.trace_store import TraceStore, WalCheckpoints
 from tools.context import _MemoTitleIndex
@@ -210,9 +211,13 @@ async def test_each_channel_value_is_checkpointed_once_per_version(tmp_path: Pat
 
 async def test_a_node_writes_no_channel_it_leaves_unchanged(tmp_path: Path) -> None:
     """No warnings, no write of ``warnings``; no tokens spent, no write of ``tokens``: each
-    write would version its channel and be saved twice (the step's writes, its checkpoint)."""
+    write would version its channel and be saved twice (the step's writes, its checkpoint).
+    Checkpointed at every step, so that every node's writes are in the table."""
     researcher = Researcher(
-        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+        ledger_corpus(),
+        settings=GraphSettings(checkpoint_every="step"),
+        checkpointer_path=tmp_path / "runs.sqlite",
+        search_fn=memory_search,
     )
     try:
         result = await researcher.run(QUESTION, Caller(), RunOptions(), run_id="run-1")
