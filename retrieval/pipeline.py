@@ -18,10 +18,11 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 from retrieval import rerank as rerank_stage
-from retrieval.engines.base import Hit, SearchFilter
+from retrieval.engines.base import DeferredHit, Hit, SearchFilter, load_records
 from retrieval.fusion import FusedItem, cap_per_doc, rrf_fuse
 from retrieval.placement import engine_call
 from retrieval.records import Record
@@ -286,57 +287,57 @@ async def hybrid_search(
     if not leg_hits:
         raise SearchFailed(warnings, legs)
 
-    records: dict[str, Record] = {}
-    for found in leg_hits.values():
-        for hit in found:
-            records.setdefault(hit.id, hit.record)
+    # One hit per id, the one holding its record where a leg has it (a dense hit fetches
+    # its record when first read: retrieval.engines.base.DeferredHit).
+    first = _one_hit_per_id(leg_hits)
     shown = options.explain_depth  # entries kept per ranked list of the result
+    rerank_path: Path | None = None
+    if options.rerank and any(leg_hits.values()):  # nothing found: nothing to rerank
+        try:
+            rerank_path = rerank_stage.resolve_model_path(store.settings.rerank_model)
+        except rerank_stage.RerankUnavailable as exc:
+            warnings.append(str(exc))
+    # The hits whose records the result reads, fetched in one call per dense search: the
+    # top of each ranked list it shows, the final hits and the reranker's candidates.
+    shown_top = max(options.k, options.rerank_depth if rerank_path is not None else 0)
+
+    # -- 3./4. fuse, optional signals, per-document cap ------------------------------
+    start = time.perf_counter()
+    fetch_s = 0.0  # fetching deferred records, inside the fuse stage's time
+    if options.idf_gate is not None or options.age_decay_half_life_days is not None:
+        # the signals read every fused record
+        started = time.perf_counter()
+        leg_hits, first = _without(load_records(first.values()), leg_hits, first)
+        fetch_s += time.perf_counter() - started
+    while True:
+        fused, scores, signals = _fuse_with_signals(store, leg_hits, first, options)
+        capped: list[FusedItem] = cap_per_doc(
+            fused, functools.partial(_doc_of, first), options.per_doc_cap
+        )
+        needed = {
+            *(h.id for found in leg_hits.values() for h in found[:shown]),
+            *(f.id for f in fused[:shown]),
+            *(f.id for f in capped[:shown_top]),
+        }
+        started = time.perf_counter()
+        gone = load_records(first[i] for i in needed)
+        fetch_s += time.perf_counter() - started
+        if not gone:
+            break
+        # Changed or deleted since the search (or no longer visible): dropped, then fused
+        # again without them. Each pass drops at least one hit, so this ends.
+        leg_hits, first = _without(gone, leg_hits, first)
+    records = {i: first[i].record for i in needed}
     legs_out = {
         leg: [
-            RankedItem(id=hit.id, rank=position, score=hit.score, title=hit.record.title)
+            RankedItem(id=hit.id, rank=position, score=hit.score, title=records[hit.id].title)
             for position, hit in enumerate(leg_hits[leg][:shown], start=1)
         ]
         for leg in legs
         if leg in leg_hits
     }
-
-    # -- 3./4. fuse, optional signals, per-document cap ------------------------------
-    start = time.perf_counter()
-    fused = rrf_fuse(
-        {leg: [hit.id for hit in found] for leg, found in leg_hits.items()},
-        weights=options.leg_weights,
-        rrf_k=options.rrf_k,
-    )
-    signals: dict[str, Any] = {}
-    scores = {f.id: f.score for f in fused}
-    if options.idf_gate is not None and fused:
-        analyse = getattr(store.lexical, "analyse", None)
-        dropped, means = idf_gate(
-            [(f.id, records[f.id].text) for f in fused],
-            store.lexical.doc_freq,
-            options.idf_gate,
-            analyse=analyse,
-        )
-        fused = [f for f in fused if f.id not in dropped]
-        signals["idf_gate"] = {
-            "threshold": options.idf_gate,
-            "dropped": sorted(dropped),
-            "mean_idf": means,
-        }
-    if options.age_decay_half_life_days is not None and fused:
-        half_life = options.age_decay_half_life_days
-        factors = {f.id: age_decay_factor(records[f.id].timestamp, half_life) for f in fused}
-        scores = {f.id: f.score * factors[f.id] for f in fused}
-        fused_position = {f.id: n for n, f in enumerate(fused)}
-        fused = sorted(fused, key=lambda f: (-round(scores[f.id], 12), fused_position[f.id]))
-        signals["age_decay"] = {
-            "half_life_days": half_life,
-            "factors": {i: round(v, 6) for i, v in factors.items()},
-        }
-    capped: list[FusedItem] = cap_per_doc(
-        fused, lambda f: records[f.id].doc_id, options.per_doc_cap
-    )
     timings["fuse"] = _ms(start)
+    timings["fetch"] = round(fetch_s * 1000.0, 2)
 
     def ranked(items: list[FusedItem]) -> list[RankedItem]:
         return [
@@ -350,36 +351,28 @@ async def hybrid_search(
     rerank_scores: dict[str, float] = {}
     reranked: list[RankedItem] | None = None
     rerank_model: str | None = None
-    if options.rerank and capped:
+    if rerank_path is not None and capped:
+        candidates = final_ids[: options.rerank_depth]
         try:
-            path = rerank_stage.resolve_model_path(store.settings.rerank_model)
-        except rerank_stage.RerankUnavailable as exc:
-            warnings.append(str(exc))
-            path = None
-        if path is not None:
-            candidates = final_ids[: options.rerank_depth]
-            try:
-                values = await asyncio.to_thread(
-                    rerank_stage.score_pairs,
-                    path,
-                    query.strip(),
-                    [_passage(records[i]) for i in candidates],
-                )
-            except Exception as exc:  # a broken model folder degrades, recorded below
-                warnings.append(f"rerank failed: {type(exc).__name__}: {exc}")
-            else:
-                rerank_model = str(path)
-                rerank_scores = dict(zip(candidates, values, strict=True))
-                candidate_position = {i: n for n, i in enumerate(candidates)}
-                # Ties keep the fused order; candidates past rerank_depth follow unscored.
-                by_score = sorted(
-                    candidates, key=lambda i: (-rerank_scores[i], candidate_position[i])
-                )
-                reranked = [
-                    RankedItem(id=i, rank=n, score=rerank_scores[i], title=records[i].title)
-                    for n, i in enumerate(by_score[:shown], start=1)
-                ]
-                final_ids = by_score + final_ids[len(candidates) :]
+            values = await asyncio.to_thread(
+                rerank_stage.score_pairs,
+                rerank_path,
+                query.strip(),
+                [_passage(records[i]) for i in candidates],
+            )
+        except Exception as exc:  # a broken model folder degrades, recorded below
+            warnings.append(f"rerank failed: {type(exc).__name__}: {exc}")
+        else:
+            rerank_model = str(rerank_path)
+            rerank_scores = dict(zip(candidates, values, strict=True))
+            candidate_position = {i: n for n, i in enumerate(candidates)}
+            # Ties keep the fused order; candidates past rerank_depth follow unscored.
+            by_score = sorted(candidates, key=lambda i: (-rerank_scores[i], candidate_position[i]))
+            reranked = [
+                RankedItem(id=i, rank=n, score=rerank_scores[i], title=records[i].title)
+                for n, i in enumerate(by_score[:shown], start=1)
+            ]
+            final_ids = by_score + final_ids[len(candidates) :]
     timings["rerank"] = _ms(start)
 
     # -- 6. final hits and neighbour expansion --------------------------------------
@@ -406,6 +399,68 @@ async def hybrid_search(
         signals=signals,
         rerank_model=rerank_model,
     )
+
+
+def _one_hit_per_id(leg_hits: dict[str, list[Hit]]) -> dict[str, Hit]:
+    """The first hit of each id, or a later one that holds its record (not deferred)."""
+    first: dict[str, Hit] = {}
+    for found in leg_hits.values():
+        for hit in found:
+            held = first.get(hit.id)
+            if held is None or (isinstance(held, DeferredHit) and not isinstance(hit, DeferredHit)):
+                first[hit.id] = hit
+    return first
+
+
+def _doc_of(first: dict[str, Hit], item: FusedItem) -> str:
+    return first[item.id].doc_id
+
+
+def _without(
+    gone: set[str], leg_hits: dict[str, list[Hit]], first: dict[str, Hit]
+) -> tuple[dict[str, list[Hit]], dict[str, Hit]]:
+    if not gone:
+        return leg_hits, first
+    kept = {leg: [h for h in found if h.id not in gone] for leg, found in leg_hits.items()}
+    return kept, {i: h for i, h in first.items() if i not in gone}
+
+
+def _fuse_with_signals(
+    store: Any, leg_hits: dict[str, list[Hit]], first: dict[str, Hit], options: SearchOptions
+) -> tuple[list[FusedItem], dict[str, float], dict[str, Any]]:
+    """RRF over the legs, then the optional IDF gate and age decay: (fused, scores, signals)."""
+    fused = rrf_fuse(
+        {leg: [hit.id for hit in found] for leg, found in leg_hits.items()},
+        weights=options.leg_weights,
+        rrf_k=options.rrf_k,
+    )
+    signals: dict[str, Any] = {}
+    scores = {f.id: f.score for f in fused}
+    if options.idf_gate is not None and fused:
+        analyse = getattr(store.lexical, "analyse", None)
+        dropped, means = idf_gate(
+            [(f.id, first[f.id].record.text) for f in fused],
+            store.lexical.doc_freq,
+            options.idf_gate,
+            analyse=analyse,
+        )
+        fused = [f for f in fused if f.id not in dropped]
+        signals["idf_gate"] = {
+            "threshold": options.idf_gate,
+            "dropped": sorted(dropped),
+            "mean_idf": means,
+        }
+    if options.age_decay_half_life_days is not None and fused:
+        half_life = options.age_decay_half_life_days
+        factors = {f.id: age_decay_factor(first[f.id].record.timestamp, half_life) for f in fused}
+        scores = {f.id: f.score * factors[f.id] for f in fused}
+        fused_position = {f.id: n for n, f in enumerate(fused)}
+        fused = sorted(fused, key=lambda f: (-round(scores[f.id], 12), fused_position[f.id]))
+        signals["age_decay"] = {
+            "half_life_days": half_life,
+            "factors": {i: round(v, 6) for i, v in factors.items()},
+        }
+    return fused, scores, signals
 
 
 async def _expand(

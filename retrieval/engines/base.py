@@ -6,7 +6,7 @@ filters, Qdrant payload filters): an unauthorised record must never leave the en
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -49,6 +49,84 @@ class Hit:
     @property
     def id(self) -> str:
         return self.record.id
+
+    @property
+    def doc_id(self) -> str:
+        return self.record.doc_id
+
+
+class RecordLoader:
+    """The records of one search's deferred hits, fetched in one call when first needed.
+
+    ``fetch(ids)`` returns the records of those ids that the search's own filter still
+    admits: one changed or deleted since the search returns nothing, and its hit is gone
+    (:meth:`missing`), never shown with a record the caller may no longer see.
+    """
+
+    def __init__(self, fetch: Callable[[Sequence[str]], Iterable[Record]]) -> None:
+        self._fetch = fetch
+        self._records: dict[str, Record] = {}
+        self._gone: set[str] = set()
+
+    def load(self, ids: Iterable[str]) -> set[str]:
+        """Fetch the records of ``ids`` not fetched yet (one call); the ids that are gone."""
+        ids = list(ids)
+        wanted = [i for i in dict.fromkeys(ids) if i not in self._records and i not in self._gone]
+        if wanted:
+            for record in self._fetch(wanted):
+                self._records[record.id] = record
+            self._gone.update(i for i in wanted if i not in self._records)
+        return {i for i in ids if i in self._gone}
+
+    def get(self, record_id: str) -> Record:
+        if record_id not in self._records:
+            self.load([record_id])
+        if record_id in self._gone:
+            raise LookupError(f"record {record_id!r} is gone since the search that found it")
+        return self._records[record_id]
+
+
+class DeferredHit(Hit):
+    """A hit whose record is fetched when first read (:class:`RecordLoader`).
+
+    The search returned its id and document id only: a leg ranks ~50 hits, and a result
+    shows ~10 of them, so reading every payload whole was most of a dense query's time.
+    """
+
+    def __init__(
+        self, record_id: str, doc_id: str, loader: RecordLoader, score: float, rank: int, leg: str
+    ) -> None:
+        self._id, self._doc_id, self.loader = record_id, doc_id, loader
+        self.score, self.rank, self.leg = score, rank, leg
+        self.extra = {}
+
+    @property  # type: ignore[override]
+    def record(self) -> Record:
+        return self.loader.get(self._id)
+
+    @record.setter
+    def record(self, value: Record) -> None:
+        raise AttributeError("a deferred hit's record is read from its engine")
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def doc_id(self) -> str:
+        return self._doc_id
+
+
+def load_records(hits: Iterable[Hit]) -> set[str]:
+    """Fetch the records of the deferred ``hits`` (one call per search); the ids gone."""
+    by_loader: dict[int, tuple[RecordLoader, list[str]]] = {}
+    for hit in hits:
+        if isinstance(hit, DeferredHit):
+            by_loader.setdefault(id(hit.loader), (hit.loader, []))[1].append(hit.id)
+    gone: set[str] = set()
+    for loader, ids in by_loader.values():
+        gone |= loader.load(ids)
+    return gone
 
 
 @runtime_checkable

@@ -2,7 +2,8 @@
 
 Qdrant point ids must be unsigned ints or UUIDs, so a point's id is the uuid5 of the
 record id and the record id itself travels in the payload. The payload carries the whole
-record, so a hit rebuilds a :class:`Record` without a second lookup. The fields that
+record, so a hit can rebuild its :class:`Record` from the point alone (Qdrant Edge's search
+reads ids first and the shown records after: ``DeferredHit``). The fields that
 filters touch (``acl``, ``source``, ``doc_id``, ``timestamp``) sit at the top level so
 they can carry payload indexes.
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import qdrant_edge as qe
 
 from retrieval.engines import payload as pl
-from retrieval.engines.base import Hit, SearchFilter
+from retrieval.engines.base import DeferredHit, Hit, RecordLoader, SearchFilter
 from retrieval.records import Record
 
 # Marker files of an existing shard directory (EdgeShard.create refuses such a directory).
@@ -91,15 +91,40 @@ class EdgeDenseEngine:
         spec = pl.filter_spec(flt)
         if k <= 0 or spec.matches_nothing:
             return []
-        request = qe.QueryRequest(
-            limit=k,
-            query=qe.Query.Nearest([float(x) for x in vector]),
-            filter=native_filter(spec),
-            with_payload=True,
-            with_vector=False,
+        # Ids and document ids only (~0.5 ms for 50 points, ~1.4 ms with whole payloads
+        # here); the records a result shows are fetched afterwards, in one call.
+        points = self._shard.query(
+            qe.QueryRequest(
+                limit=k,
+                query=qe.Query.Nearest([float(x) for x in vector]),
+                filter=native_filter(spec),
+                with_payload=qe.PayloadSelector.Include([pl.RECORD_ID, pl.DOC_ID]),
+                with_vector=False,
+            )
         )
-        points = self._shard.query(request)
-        return pl.dense_hits(points)
+
+        def fetch(ids: Sequence[str]) -> list[Record]:
+            # The search's filter, narrowed to these points: a record changed since
+            # (its ACL, its source) is fetched only if the caller may still see it.
+            points_of = qe.HasIdCondition({pl.point_id(i) for i in ids})
+            narrowed = qe.Filter(must=[*native_conditions(spec), points_of])
+            found, _ = self._shard.scroll(
+                qe.ScrollRequest(limit=len(ids), filter=narrowed, with_payload=True)
+            )
+            return [pl.payload_to_record(p.payload or {}) for p in found]
+
+        loader = RecordLoader(fetch)
+        return [
+            DeferredHit(
+                str((p.payload or {})[pl.RECORD_ID]),
+                str((p.payload or {})[pl.DOC_ID]),
+                loader,
+                float(p.score),
+                rank,
+                "dense",
+            )
+            for rank, p in enumerate(points, start=1)
+        ]
 
     def get(self, ids: Sequence[str]) -> list[Record]:
         if not ids:
@@ -140,11 +165,16 @@ def native_filter(spec: pl.FilterSpec) -> qe.Filter | None:
     """The Qdrant Edge filter of a spec (None when it constrains nothing)."""
     if spec.is_empty:
         return None
-    must: list[qe.FieldCondition] = [
+    return qe.Filter(must=native_conditions(spec))
+
+
+def native_conditions(spec: pl.FilterSpec) -> list[qe.ConditionType]:
+    """The conditions of a spec, all of which must hold."""
+    must: list[qe.ConditionType] = [
         qe.FieldCondition(key=key, match=qe.MatchAny(list(values))) for key, values in spec.matches
     ]
     if spec.time_gte is not None or spec.time_lte is not None:
         gte = pl.iso_utc(spec.time_gte) if spec.time_gte is not None else None
         lte = pl.iso_utc(spec.time_lte) if spec.time_lte is not None else None
         must.append(qe.FieldCondition(key=pl.TIMESTAMP, range=qe.RangeDateTime(gte=gte, lte=lte)))
-    return qe.Filter(must=list(must))
+    return must

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from retrieval.engines.base import Hit, SearchFilter
+from retrieval.engines.base import DeferredHit, Hit, RecordLoader, SearchFilter
 from retrieval.pipeline import SearchFailed, hybrid_search, narrow_filter, recall_depth
 from retrieval.records import Record
 from retrieval.rerank import NO_MODEL_WARNING
@@ -324,3 +324,53 @@ async def test_a_leg_run_on_the_loop_that_overruns_its_timeout_fails_as_timed_ou
     with pytest.raises(SearchFailed) as info:
         await hybrid_search(store, "retry", PUBLIC, only_lexical)
     assert info.value.warnings == ["lexical leg failed: timed out after 0.05s"]
+
+
+class DeferredDense(FakeDense):
+    """Dense hits that fetch their records when read; ``gone``: changed since the search."""
+
+    def __init__(self, ranked: list[Record], gone: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        super().__init__(ranked)
+        self.gone = set(gone)
+        self.fetches: list[list[str]] = []
+
+    def search(self, vector: Sequence[float], k: int, flt: SearchFilter) -> list[Hit]:
+        by_id = {r.id: r for r in self.ranked}
+
+        def fetch(ids: Sequence[str]) -> list[Record]:
+            self.fetches.append(list(ids))
+            return [by_id[i] for i in ids if i not in self.gone]
+
+        loader = RecordLoader(fetch)
+        return [
+            DeferredHit(r.id, r.doc_id, loader, 0.9 - n / 100, n + 1, "dense")
+            for n, r in enumerate(self.ranked[:k])
+        ]
+
+
+async def test_deferred_dense_hits_fetch_only_what_the_result_shows_in_one_call() -> None:
+    many = [_rec(f"d{n}") for n in range(30)]
+    store = FakeStore(lexical=[A, B], dense=[B, *many])
+    store.dense = DeferredDense(store.dense.ranked)
+    result = await hybrid_search(store, "retry policy", PUBLIC, SearchOptions(k=3, explain_depth=3))
+    assert len(store.dense.fetches) == 1  # one call for the whole result
+    fetched = set(store.dense.fetches[0])
+    # B is held by the lexical leg; the dense-only hits the lists and the top 3 show, only.
+    shown = {i.id for i in result.legs["dense"]} | {i.id for i in result.fused} | {
+        h.id for h in result.hits
+    }
+    assert fetched == shown - {A.id, B.id}
+    assert len(fetched) < 30
+    assert result.legs["dense"][1].title == "d0" and result.hits[0].text == B.text
+
+
+async def test_a_deferred_hit_gone_since_the_search_is_dropped_and_the_next_one_shown() -> None:
+    d0, d1, d2, d3 = (_rec(f"d{n}") for n in range(4))
+    store = FakeStore(lexical=[], dense=[d0, d1, d2, d3])
+    store.dense = DeferredDense(store.dense.ranked, gone={d1.id})
+    result = await hybrid_search(
+        store, "retry policy", PUBLIC, SearchOptions(k=3, explain_depth=3, legs=["dense"])
+    )
+    assert [h.id for h in result.hits] == [d0.id, d2.id, d3.id]
+    assert d1.id not in {i.id for i in result.legs["dense"]} | {i.id for i in result.fused}
+    assert [i.id for i in result.legs["dense"]] == [d0.id, d2.id, d3.id]
