@@ -15,7 +15,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -307,7 +307,8 @@ async def hybrid_search(
     if options.idf_gate is not None or options.age_decay_half_life_days is not None:
         # the signals read every fused record
         started = time.perf_counter()
-        leg_hits, first = _without(load_records(first.values()), leg_hits, first)
+        gone = await _fetch_records(store, first.values())
+        leg_hits, first = _without(gone, leg_hits, first)
         fetch_s += time.perf_counter() - started
     while True:
         fused, scores, signals = _fuse_with_signals(store, leg_hits, first, options)
@@ -317,11 +318,29 @@ async def hybrid_search(
         needed = {
             *(h.id for found in leg_hits.values() for h in found[:shown]),
             *(f.id for f in fused[:shown]),
+            *(f.id for f in capped[:shown]),
             *(f.id for f in capped[:shown_top]),
         }
         started = time.perf_counter()
-        gone = load_records(first[i] for i in needed)
-        fetch_s += time.perf_counter() - started
+        try:
+            gone = await _fetch_records(store, [first[i] for i in needed])
+        except Exception as exc:  # a leg whose records cannot be read failed, as a leg
+            failed = [
+                leg
+                for leg, found in leg_hits.items()
+                if any(isinstance(h, DeferredHit) for h in found)
+            ]
+            warnings += [
+                f"{leg} leg failed: its records could not be read: {type(exc).__name__}: {exc}"
+                for leg in failed
+            ]
+            if set(leg_hits) <= set(failed):
+                raise SearchFailed(warnings, legs) from exc
+            leg_hits = {leg: found for leg, found in leg_hits.items() if leg not in failed}
+            first = _one_hit_per_id(leg_hits)
+            continue
+        finally:
+            fetch_s += time.perf_counter() - started
         if not gone:
             break
         # Changed or deleted since the search (or no longer visible): dropped, then fused
@@ -410,6 +429,15 @@ def _one_hit_per_id(leg_hits: dict[str, list[Hit]]) -> dict[str, Hit]:
             if held is None or (isinstance(held, DeferredHit) and not isinstance(hit, DeferredHit)):
                 first[hit.id] = hit
     return first
+
+
+async def _fetch_records(store: Any, hits: Iterable[Hit]) -> set[str]:
+    """Fetch the deferred hits' records where engine calls run (the loop or a thread, by
+    their recent cost); the ids gone since the search. No deferred hit: no call."""
+    deferred = [h for h in hits if isinstance(h, DeferredHit)]
+    if not deferred:
+        return set()
+    return await engine_call(store.dense, "fetch", load_records, deferred)
 
 
 def _doc_of(first: dict[str, Hit], item: FusedItem) -> str:

@@ -116,6 +116,23 @@ class DeferredHit(Hit):
     def doc_id(self) -> str:
         return self._doc_id
 
+    # Not the dataclass's: those read the record (a fetch, or an error once it is gone).
+    def __repr__(self) -> str:
+        fields = f"id={self._id!r}, score={self.score!r}, rank={self.rank}, leg={self.leg!r}"
+        return f"DeferredHit({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeferredHit):
+            return NotImplemented
+        return (self._id, self.score, self.rank, self.leg) == (
+            other._id,
+            other.score,
+            other.rank,
+            other.leg,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass's hits are
+
 
 def load_records(hits: Iterable[Hit]) -> set[str]:
     """Fetch the records of the deferred ``hits`` (one call per search); the ids gone."""

@@ -356,9 +356,11 @@ async def test_deferred_dense_hits_fetch_only_what_the_result_shows_in_one_call(
     assert len(store.dense.fetches) == 1  # one call for the whole result
     fetched = set(store.dense.fetches[0])
     # B is held by the lexical leg; the dense-only hits the lists and the top 3 show, only.
-    shown = {i.id for i in result.legs["dense"]} | {i.id for i in result.fused} | {
-        h.id for h in result.hits
-    }
+    shown = (
+        {i.id for i in result.legs["dense"]}
+        | {i.id for i in result.fused}
+        | {h.id for h in result.hits}
+    )
     assert fetched == shown - {A.id, B.id}
     assert len(fetched) < 30
     assert result.legs["dense"][1].title == "d0" and result.hits[0].text == B.text
@@ -374,3 +376,41 @@ async def test_a_deferred_hit_gone_since_the_search_is_dropped_and_the_next_one_
     assert [h.id for h in result.hits] == [d0.id, d2.id, d3.id]
     assert d1.id not in {i.id for i in result.legs["dense"]} | {i.id for i in result.fused}
     assert [i.id for i in result.legs["dense"]] == [d0.id, d2.id, d3.id]
+
+
+async def test_lists_shown_deeper_than_the_hits_read_every_record_they_name() -> None:
+    # the cap drops z#2, so the capped list's 4th entry lies past the fused list's top 4
+    z = [_rec("z", n) for n in range(3)]
+    store = FakeStore(lexical=[*z, A, B], dense=[])
+    store.dense = DeferredDense([*z, A, B])
+    result = await hybrid_search(
+        store, "retry policy", PUBLIC, SearchOptions(k=2, explain_depth=4, rerank=False)
+    )
+    assert [i.id for i in result.capped] == [z[0].id, A.id, B.id, z[1].id]
+    assert all(i.title for i in result.capped)
+    assert len(result.hits) == 2
+
+
+class FailingFetchDense(DeferredDense):
+    def search(self, vector: Sequence[float], k: int, flt: SearchFilter) -> list[Hit]:
+        def fetch(ids: Sequence[str]) -> list[Record]:
+            raise OSError("shard closed")
+
+        loader = RecordLoader(fetch)
+        return [
+            DeferredHit(r.id, r.doc_id, loader, 0.9 - n / 100, n + 1, "dense")
+            for n, r in enumerate(self.ranked[:k])
+        ]
+
+
+async def test_a_dense_leg_whose_records_cannot_be_read_degrades_like_a_failed_leg() -> None:
+    store = FakeStore(lexical=[A, B], dense=[])
+    store.dense = FailingFetchDense([C, D])
+    result = await hybrid_search(store, "retry policy", PUBLIC, SearchOptions(k=3))
+    assert [h.id for h in result.hits] == [A.id, B.id]
+    assert "dense" not in result.legs
+    assert any(
+        w.startswith("dense leg failed: its records could not be read") for w in result.warnings
+    )
+    with pytest.raises(SearchFailed):
+        await hybrid_search(store, "retry policy", PUBLIC, SearchOptions(k=3, legs=["dense"]))
