@@ -40,7 +40,7 @@ CheckpointEvery = Literal["round", "step"]
 # input checkpoint, then the step that applies it), the end of each round (assess wrote
 # its verdict) and the end of the run (synthesize wrote the result).
 _ROUND_END_CHANNELS = frozenset({"question", "verdicts", "result"})
-_HEADS = 4096  # threads whose last stored checkpoint is remembered
+_OPEN_THREADS = 4096  # threads with skipped checkpoints remembered at once
 
 
 def ends_a_round(checkpoint: Checkpoint, metadata: CheckpointMetadata) -> bool:
@@ -60,24 +60,36 @@ def ends_a_round(checkpoint: Checkpoint, metadata: CheckpointMetadata) -> bool:
     )
 
 
+@dataclass
+class _Skipping:
+    """A thread's checkpoints skipped since its last stored one (``head``; None: none)."""
+
+    head: str | None
+    skipped: set[str]
+
+
 class RoundDurability:
     """Which of a run's checkpoints and writes a saver stores when it keeps one a round.
 
     A skipped checkpoint still gets its id (LangGraph carries the run on in memory); the
     next stored one names the last stored one as its parent, so a thread's history is a
-    chain of stored checkpoints. A task's writes are stored when the task ran from a stored
-    checkpoint (the plan node's, from the end of a round: a resumed run does not plan that
-    round again) and dropped otherwise (nothing resumes from their checkpoint).
+    chain of stored checkpoints. A task's writes are stored unless the task ran from a
+    checkpoint this saver skipped: the plan node's are (it runs from the end of a round,
+    and a resumed run does not plan that round again).
+
+    Only ids this object skipped are rewritten or dropped: a checkpoint another process
+    stored, or one a caller forks from, is taken as stored. Made for LangGraph's
+    ``durability="sync"`` (what the runner uses), a graph without interrupts or subgraphs
+    (an interrupt inside a round would be written to a skipped checkpoint).
 
     ``every="step"`` stores every checkpoint and every write, as LangGraph's savers do.
     """
 
     def __init__(self, every: CheckpointEvery = "round") -> None:
         self.every = every
-        # thread -> id of the last checkpoint stored for it by this saver (bounded)
-        self._heads: dict[tuple[str, str], str] = {}
-        # thread -> channels updated by the checkpoints skipped since its last stored one
-        self._pending: dict[tuple[str, str], set[str]] = {}
+        # thread -> the checkpoints skipped since its last stored one (bounded: an entry
+        # ends when the thread's next checkpoint is stored)
+        self._open: dict[tuple[str, str], _Skipping] = {}
 
     @staticmethod
     def thread(config: RunnableConfig) -> tuple[str, str]:
@@ -85,20 +97,21 @@ class RoundDurability:
         return str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
 
     def skip(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
     ) -> RunnableConfig | None:
         """The config LangGraph continues with, when this checkpoint is not stored."""
         if self.every == "step" or ends_a_round(checkpoint, metadata):
             return None
         thread = self.thread(config)
         parent = config["configurable"].get("checkpoint_id")
-        if thread not in self._heads and parent is not None:
-            self._remember(thread, str(parent))  # a resumed run: its parent is stored
-        self._pending.setdefault(thread, set()).update(new_versions)
+        open_ = self._open.get(thread)
+        if open_ is None or parent not in open_.skipped:  # its parent is a stored one
+            open_ = _Skipping(head=None if parent is None else str(parent), skipped=set())
+            self._open.pop(thread, None)  # re-inserted last: the oldest is evicted first
+            if len(self._open) >= _OPEN_THREADS:
+                del self._open[next(iter(self._open))]
+            self._open[thread] = open_
+        open_.skipped.add(str(checkpoint["id"]))
         return {
             "configurable": {
                 "thread_id": thread[0],
@@ -109,45 +122,25 @@ class RoundDurability:
 
     def parent(self, config: RunnableConfig) -> RunnableConfig:
         """``config`` naming the last stored checkpoint as the parent."""
-        head = self._heads.get(self.thread(config))
-        if head is None or config["configurable"].get("checkpoint_id") == head:
+        open_ = self._open.get(self.thread(config))
+        parent = config["configurable"].get("checkpoint_id")
+        if open_ is None or parent not in open_.skipped:
             return config
-        return {**config, "configurable": {**config["configurable"], "checkpoint_id": head}}
+        conf = {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}
+        if open_.head is not None:
+            conf["checkpoint_id"] = open_.head
+        return {**config, "configurable": conf}
 
-    def new_versions(
-        self, config: RunnableConfig, checkpoint: Checkpoint, new_versions: ChannelVersions
-    ) -> ChannelVersions:
-        """``new_versions`` plus the channels the skipped checkpoints updated, each at its
-        version now: what a saver that stores only new versions must store."""
-        pending = self._pending.get(self.thread(config))
-        if not pending:
-            return new_versions
-        versions = checkpoint["channel_versions"]
-        return {c: versions[c] for c in {*pending, *new_versions} if c in versions}
-
-    def stored(self, config: RunnableConfig, checkpoint_id: str) -> None:
-        if self.every == "round":
-            thread = self.thread(config)
-            self._pending.pop(thread, None)
-            self._remember(thread, checkpoint_id)
+    def stored(self, config: RunnableConfig) -> None:
+        self._open.pop(self.thread(config), None)
 
     def keeps_writes(self, config: RunnableConfig) -> bool:
-        head = self._heads.get(self.thread(config))
-        return head is None or config["configurable"].get("checkpoint_id") == head
+        open_ = self._open.get(self.thread(config))
+        return open_ is None or config["configurable"].get("checkpoint_id") not in open_.skipped
 
     def forget(self, thread_id: str) -> None:
-        for key in [k for k in self._heads if k[0] == thread_id]:
-            del self._heads[key]
-        for key in [k for k in self._pending if k[0] == thread_id]:
-            del self._pending[key]
-
-    def _remember(self, thread: tuple[str, str], checkpoint_id: str) -> None:
-        self._heads.pop(thread, None)  # re-inserted last: the oldest is evicted first
-        if len(self._heads) >= _HEADS:
-            oldest = next(iter(self._heads))
-            del self._heads[oldest]
-            self._pending.pop(oldest, None)
-        self._heads[thread] = checkpoint_id
+        for key in [k for k in self._open if k[0] == thread_id]:
+            del self._open[key]
 
 
 _BLOBS = """
@@ -221,7 +214,7 @@ class LoopSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        skipped = self.durability.skip(config, checkpoint, metadata, new_versions)
+        skipped = self.durability.skip(config, checkpoint, metadata)
         if skipped is not None:
             return skipped
         config = self.durability.parent(config)
@@ -246,7 +239,7 @@ class LoopSqliteSaver(SqliteSaver):
             config, {**checkpoint, "channel_values": inline}, metadata, new_versions
         )
         known.update((row[2], row[3]) for row in rows)
-        self.durability.stored(config, checkpoint["id"])
+        self.durability.stored(config)
         self._committed()
         return saved
 
@@ -390,15 +383,18 @@ def _round_durable_postgres(base: type[Any], every: CheckpointEvery) -> type[Any
             metadata: CheckpointMetadata,
             new_versions: ChannelVersions,
         ) -> RunnableConfig:
-            skipped = self.durability.skip(config, checkpoint, metadata, new_versions)
+            skipped = self.durability.skip(config, checkpoint, metadata)
             if skipped is not None:
                 return skipped
-            # It stores the values of new_versions only: the skipped steps' channels too.
-            versions = self.durability.new_versions(config, checkpoint, new_versions)
+            # It writes the values of new_versions only: once a round, every channel's
+            # current version (those the skipped steps changed among them; a blob already
+            # stored is left as it is: ON CONFLICT DO NOTHING).
+            if self.durability.every == "round":
+                new_versions = dict(checkpoint["channel_versions"])
             saved: RunnableConfig = await super().aput(
-                self.durability.parent(config), checkpoint, metadata, versions
+                self.durability.parent(config), checkpoint, metadata, new_versions
             )
-            self.durability.stored(config, checkpoint["id"])
+            self.durability.stored(config)
             return saved
 
         async def aput_writes(

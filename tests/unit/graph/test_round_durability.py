@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from graph.checkpoints import RoundDurability
 from graph.models import Caller, RunOptions, TraceEvent
 from graph.runner import Researcher
 from graph.settings import GraphSettings
@@ -89,3 +91,36 @@ async def test_a_run_failing_inside_a_round_resumes_from_the_last_rounds_end(
     assert result.answer == expected.answer and result.rounds == expected.rounds
     _, parents, ids = stored(path)
     assert parents - ids == {None}
+
+
+def _config(checkpoint_id: str | None) -> dict[str, Any]:
+    conf: dict[str, Any] = {"thread_id": "t", "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        conf["checkpoint_id"] = checkpoint_id
+    return {"configurable": conf}
+
+
+def _checkpoint(checkpoint_id: str, *updated: str) -> Any:
+    return {"id": checkpoint_id, "updated_channels": list(updated)}
+
+
+def test_only_checkpoints_this_saver_skipped_are_rewritten_or_their_writes_dropped() -> None:
+    rounds = RoundDurability()
+    loop: Any = {"source": "loop"}
+    # This saver skips two steps after the stored s0 ...
+    assert rounds.skip(_config("s0"), _checkpoint("a1", "plan"), loop) is not None
+    assert rounds.skip(_config("a1"), _checkpoint("a2", "outcomes"), loop) is not None
+    assert not rounds.keeps_writes(_config("a2")) and rounds.keeps_writes(_config("s0"))
+    # ... meanwhile another process stored x5 for the thread, and this saver resumes from
+    # it: a new stretch, whose parent is x5, not this saver's old head s0.
+    assert rounds.skip(_config("x5"), _checkpoint("b1", "plan"), loop) is not None
+    assert rounds.keeps_writes(_config("x5"))
+    assert rounds.parent(_config("b1"))["configurable"]["checkpoint_id"] == "x5"
+    # A checkpoint forked from an older stored one keeps its own parent.
+    assert rounds.parent(_config("s0"))["configurable"]["checkpoint_id"] == "s0"
+    assert rounds.skip(_config("b1"), _checkpoint("b2", "verdicts"), loop) is None  # a round's end
+    rounds.stored(_config("b1"))
+    assert rounds.keeps_writes(_config("b1"))  # nothing open any more
+    # A run's first skipped steps have no stored parent: the next stored one has none.
+    assert rounds.skip(_config(None), _checkpoint("c1", "plan"), loop) is not None
+    assert "checkpoint_id" not in rounds.parent(_config("c1"))["configurable"]
