@@ -298,8 +298,13 @@ async def hybrid_search(
         except rerank_stage.RerankUnavailable as exc:
             warnings.append(str(exc))
     # The hits whose records the result reads, fetched in one call per dense search: the
-    # top of each ranked list it shows, the final hits and the reranker's candidates.
-    shown_top = max(options.k, options.rerank_depth if rerank_path is not None else 0)
+    # top of each ranked list it shows; of the capped list also the final hits and the
+    # reranker's candidates.
+    capped_top = (
+        None
+        if shown is None
+        else max(shown, options.k, options.rerank_depth if rerank_path is not None else 0)
+    )
 
     # -- 3./4. fuse, optional signals, per-document cap ------------------------------
     start = time.perf_counter()
@@ -318,8 +323,7 @@ async def hybrid_search(
         needed = {
             *(h.id for found in leg_hits.values() for h in found[:shown]),
             *(f.id for f in fused[:shown]),
-            *(f.id for f in capped[:shown]),
-            *(f.id for f in capped[:shown_top]),
+            *(f.id for f in capped[:capped_top]),
         }
         started = time.perf_counter()
         try:

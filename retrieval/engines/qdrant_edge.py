@@ -114,17 +114,20 @@ class EdgeDenseEngine:
             return [pl.payload_to_record(p.payload or {}) for p in found]
 
         loader = RecordLoader(fetch)
-        return [
-            DeferredHit(
-                str((p.payload or {})[pl.RECORD_ID]),
-                str((p.payload or {})[pl.DOC_ID]),
-                loader,
-                float(p.score),
-                rank,
-                "dense",
+        hits: list[Hit] = []
+        for rank, point in enumerate(points, start=1):
+            ids = point.payload or {}
+            hits.append(
+                DeferredHit(
+                    str(ids[pl.RECORD_ID]),
+                    str(ids[pl.DOC_ID]),
+                    loader,
+                    float(point.score),
+                    rank,
+                    "dense",
+                )
             )
-            for rank, p in enumerate(points, start=1)
-        ]
+        return hits
 
     def get(self, ids: Sequence[str]) -> list[Record]:
         if not ids:
