@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from retrieval import rerank as rerank_stage
 from retrieval.engines.base import DeferredHit, Hit, SearchFilter, load_records
 from retrieval.fusion import FusedItem, cap_per_doc, rrf_fuse
+from retrieval.leg_cache import DenseLegCache, leg_key
 from retrieval.placement import engine_call
 from retrieval.records import Record
 from retrieval.rewrite import rewrite_query
@@ -209,11 +210,15 @@ async def hybrid_search(
     options: SearchOptions | None = None,
     *,
     query_vector: Callable[[], Awaitable[Sequence[float] | None]] | None = None,
+    dense_cache: DenseLegCache | None = None,
 ) -> SearchResult:
     """Search ``store`` for ``query`` within ``flt`` (ACL, scope, time pushed into engines).
 
     ``query_vector``: returns the embedding of :func:`dense_leg_query` computed ahead (a
     round's queries embedded in one batch), or None; then the dense leg embeds it itself.
+    ``dense_cache``: a research run's dense legs (:mod:`retrieval.leg_cache`); a search
+    whose dense leg repeats an earlier one's (same vector, depth, filter, content
+    version) shares its hits instead of querying the engine again.
     """
     options = options or SearchOptions()
     unknown = [leg for leg in options.legs if leg not in LEGS]
@@ -250,12 +255,19 @@ async def hybrid_search(
         vector = await query_vector() if query_vector is not None else None
         if vector is None:
             vector = (await encode_queries(store.embedder, [leg_queries["dense"]]))[0]
-        return await engine_call(
-            store.dense,
-            "search",
-            lambda: list(store.dense.search(vector, depth, flt)),
-            timeout_s=options.leg_timeout_s,
-        )
+
+        def search() -> Awaitable[list[Hit]]:
+            return engine_call(
+                store.dense,
+                "search",
+                lambda: list(store.dense.search(vector, depth, flt)),
+                timeout_s=options.leg_timeout_s,
+            )
+
+        version = getattr(store, "version", None)
+        if dense_cache is None or version is None:
+            return await search()
+        return await dense_cache.hits(leg_key(version(), vector, depth, flt), search)
 
     async def run_leg(leg: str) -> list[Hit]:
         work = (

@@ -144,6 +144,7 @@ async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
                 feedback=args.feedback,
                 own_query=args.own_dense_text,
             ),
+            dense_cache=ctx.dense_legs,
         )
     detail: dict[str, Any] = {
         "original_query": result.original_query,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from retrieval.engines.base import SearchFilter
+from retrieval.leg_cache import DenseLegCache
 from retrieval.placement import engine_call
 from retrieval.records import Record
 from tools.titles import TitleIndex
@@ -50,6 +51,9 @@ class ToolContext:
     _vectors: dict[str, tuple[asyncio.Future[list[list[float]]], int]] = field(
         default_factory=dict, repr=False
     )
+    # The run's dense legs: a search whose dense leg repeats an earlier one's shares its
+    # hits (retrieval.leg_cache). Per run, never shared.
+    dense_legs: DenseLegCache = field(default_factory=DenseLegCache, repr=False)
 
     def embed_ahead(self, queries: Sequence[str], options: Any = None) -> None:
         """Start embedding the dense-leg text of these search queries, in one batch.

@@ -6,6 +6,7 @@ the wiring: which query each leg gets, depth, degradation, fusion, cap, signals,
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from retrieval.engines.base import DeferredHit, Hit, RecordLoader, SearchFilter
+from retrieval.leg_cache import DenseLegCache
 from retrieval.pipeline import SearchFailed, hybrid_search, narrow_filter, recall_depth
 from retrieval.records import Record
 from retrieval.rerank import NO_MODEL_WARNING
@@ -414,3 +416,123 @@ async def test_a_dense_leg_whose_records_cannot_be_read_degrades_like_a_failed_l
     )
     with pytest.raises(SearchFailed):
         await hybrid_search(store, "retry policy", PUBLIC, SearchOptions(k=3, legs=["dense"]))
+
+
+# -- a research run's searches share a dense leg that repeats (retrieval.leg_cache) --
+
+E = _rec("e")
+
+
+class CountingDense(DeferredDense):
+    """Deferred dense hits; every engine query counted, ``fail`` raised when set."""
+
+    def search(self, vector: Sequence[float], k: int, flt: SearchFilter) -> list[Hit]:
+        self.calls.append((list(vector), k))
+        if self.fail:
+            raise self.fail
+        return super().search(vector, k, flt)
+
+
+class VersionedStore(FakeStore):
+    """A store whose content version an ingest bumps (retrieval.store.Store.version)."""
+
+    def __init__(self, lexical: list[Record], dense: list[Record]) -> None:
+        super().__init__(lexical=lexical, dense=dense)
+        self.dense = CountingDense(dense)
+        self.content_version = 1
+
+    def version(self) -> int:
+        return self.content_version
+
+
+def _ids(result: object) -> list[str]:
+    return [h.id for h in result.hits]  # type: ignore[attr-defined]
+
+
+async def _search(store: FakeStore, query: str, cache: DenseLegCache | None, **kw: object):  # type: ignore[no-untyped-def]
+    return await hybrid_search(store, query, PUBLIC, SearchOptions(k=4, **kw), dense_cache=cache)
+
+
+async def test_concurrent_searches_with_one_dense_query_query_the_engine_once() -> None:
+    store = VersionedStore(lexical=[A, B], dense=[C, D, E])
+    cache = DenseLegCache()
+    # Same dense text (the fake embeds every text to one vector), different words.
+    first, second = await asyncio.gather(
+        _search(store, "retry policy", cache), _search(store, "backoff policy", cache)
+    )
+    assert len(store.dense.calls) == 1
+    assert cache.shared == 1
+    # The records the two results show are fetched once, for the first that read them.
+    fetched = [i for batch in store.dense.fetches for i in batch]
+    assert len(fetched) == len(set(fetched))
+
+    alone = VersionedStore(lexical=[A, B], dense=[C, D, E])
+    assert _ids(first) == _ids(await _search(alone, "retry policy", None))
+    assert _ids(second) == _ids(await _search(alone, "backoff policy", None))
+    assert [h.text for h in second.hits] == [h.text for h in first.hits]
+
+
+async def test_a_changed_content_version_or_another_depth_queries_again() -> None:
+    store = VersionedStore(lexical=[A], dense=[C, D])
+    cache = DenseLegCache()
+    await _search(store, "retry policy", cache)
+    store.content_version += 1  # an ingest, a delete or an ACL change in between
+    await _search(store, "retry policy", cache)
+    await _search(store, "retry policy", cache, depth=7)
+    assert len(store.dense.calls) == 3
+    assert cache.shared == 0
+
+
+async def test_a_failed_leg_is_forgotten_and_runs_again() -> None:
+    store = VersionedStore(lexical=[A], dense=[C, D])
+    cache = DenseLegCache()
+    store.dense.fail = OSError("shard closed")
+    failed = await _search(store, "retry policy", cache)
+    assert any(w.startswith("dense leg failed: OSError") for w in failed.warnings)
+    store.dense.fail = None
+    recovered = await _search(store, "retry policy", cache)
+    assert len(store.dense.calls) == 2
+    assert C.id in _ids(recovered)
+
+
+async def test_a_search_that_stops_waiting_leaves_the_shared_leg_running() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def slow() -> list[Hit]:
+        started.set()
+        await release.wait()
+        return [Hit(record=C, score=1.0, rank=1, leg="dense")]
+
+    cache = DenseLegCache()
+    key = (1, b"v", 10, PUBLIC)
+    impatient = asyncio.ensure_future(cache.hits(key, slow))
+    await started.wait()
+    patient = asyncio.ensure_future(cache.hits(key, slow))
+    await asyncio.sleep(0)
+    impatient.cancel()  # its search timed out
+    release.set()
+    assert [h.id for h in await patient] == [C.id]
+    with pytest.raises(asyncio.CancelledError):
+        await impatient
+
+
+async def test_no_cache_without_a_content_version() -> None:
+    store = FakeStore(lexical=[A], dense=[C, D])  # no version(): nothing to key on
+    cache = DenseLegCache()
+    await _search(store, "retry policy", cache)
+    await _search(store, "retry policy", cache)
+    assert len(store.dense.calls) == 2
+
+
+def test_the_cache_is_bounded() -> None:
+    async def run() -> None:
+        cache = DenseLegCache(max_entries=2)
+
+        async def found() -> list[Hit]:
+            return []
+
+        for n in range(5):
+            await cache.hits((n, b"v", 10, PUBLIC), found)
+        assert len(cache._legs) == 2
+
+    asyncio.run(run())
