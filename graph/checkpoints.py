@@ -220,7 +220,9 @@ class LoopSqliteSaver(SqliteSaver):
         config = self.durability.parent(config)
         thread = (str(config["configurable"]["thread_id"]), config["configurable"]["checkpoint_ns"])
         # Every channel version not stored yet, those the skipped checkpoints made included.
-        known = self._stored_versions(thread)
+        # A checkpoint with no parent starts its thread: nothing of it is stored yet.
+        starts = not config["configurable"].get("checkpoint_id")
+        known = self._stored_versions(thread, new_thread=starts)
         versions = checkpoint["channel_versions"]
         rows = [
             (*thread, channel, str(versions[channel]), *self.serde.dumps_typed(value))
@@ -286,21 +288,27 @@ class LoopSqliteSaver(SqliteSaver):
             with self.lock:  # the saver's lock: no write of another thread is in progress
                 self.wal.committed(self.conn)
 
-    def _stored_versions(self, thread: tuple[str, str]) -> set[tuple[str, str]]:
-        """(channel, version) pairs of this thread already in checkpoint_blobs."""
+    def _stored_versions(
+        self, thread: tuple[str, str], new_thread: bool = False
+    ) -> set[tuple[str, str]]:
+        """(channel, version) pairs of this thread already in checkpoint_blobs (none for
+        ``new_thread``, which is not read: every run starts one)."""
         known = self._known.get(thread)
         if known is None:
-            with self.cursor(transaction=False) as cur:
-                cur.execute(
-                    "SELECT channel, version FROM checkpoint_blobs "
-                    "WHERE thread_id = ? AND checkpoint_ns = ?",
-                    thread,
-                )
-                known = {(c, v) for c, v in cur.fetchall()}
+            known = set() if new_thread else self._read_versions(thread)
             if len(self._known) >= _KNOWN_THREADS:
                 del self._known[next(iter(self._known))]  # the oldest
             self._known[thread] = known
         return known
+
+    def _read_versions(self, thread: tuple[str, str]) -> set[tuple[str, str]]:
+        with self.cursor(transaction=False) as cur:
+            cur.execute(
+                "SELECT channel, version FROM checkpoint_blobs "
+                "WHERE thread_id = ? AND checkpoint_ns = ?",
+                thread,
+            )
+            return {(c, v) for c, v in cur.fetchall()}
 
     def _with_values(self, found: CheckpointTuple) -> CheckpointTuple:
         checkpoint = found.checkpoint

@@ -209,6 +209,42 @@ async def test_each_channel_value_is_checkpointed_once_per_version(tmp_path: Pat
     assert pools == result.rounds < checkpoints  # once per round (fuse), not per step
 
 
+def test_a_threads_first_checkpoint_reads_no_stored_versions(tmp_path: Path) -> None:
+    """Every run starts a thread: its first checkpoint has no parent and nothing stored to
+    look up. A saver continuing a thread it has not seen (another process) reads them."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from graph.checkpoints import LoopSqliteSaver
+
+    path = tmp_path / "runs.sqlite"
+    statements: list[str] = []
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = LoopSqliteSaver(conn)
+    saver.setup()
+    conn.set_trace_callback(statements.append)
+    first = empty_checkpoint()
+    first["channel_values"], first["channel_versions"] = {"question": "q?"}, {"question": "1"}
+    config: Any = {"configurable": {"thread_id": "new", "checkpoint_ns": ""}}
+    saved = saver.put(config, first, {}, {"question": "1"})
+    assert statements and not any("FROM checkpoint_blobs" in s for s in statements)
+
+    other_conn = sqlite3.connect(path, check_same_thread=False)
+    other = LoopSqliteSaver(other_conn)
+    other_statements: list[str] = []
+    other_conn.set_trace_callback(other_statements.append)
+    second = empty_checkpoint()
+    second["channel_values"] = {**first["channel_values"], "round": 2}
+    second["channel_versions"] = {**first["channel_versions"], "round": "2"}
+    other.put(saved, second, {}, {"round": "2"})
+    assert any("FROM checkpoint_blobs" in s for s in other_statements)
+    rows = sqlite3.connect(path).execute("SELECT channel FROM checkpoint_blobs").fetchall()
+    assert sorted(c for (c,) in rows) == ["question", "round"]
+    latest = LoopSqliteSaver(sqlite3.connect(path)).get_tuple(
+        {"configurable": {"thread_id": "new"}}
+    )
+    assert latest is not None and latest.checkpoint["channel_values"] == second["channel_values"]
+
+
 async def test_a_node_writes_no_channel_it_leaves_unchanged(tmp_path: Path) -> None:
     """No warnings, no write of ``warnings``; no tokens spent, no write of ``tokens``: each
     write would version its channel and be saved twice (the step's writes, its checkpoint).
