@@ -275,7 +275,9 @@ async def hybrid_search(
             if leg == "dense"
             else engine_call(store.lexical, "search", run_lexical, timeout_s=options.leg_timeout_s)
         )
-        return await asyncio.wait_for(work, timeout=options.leg_timeout_s)
+        # A timeout scope, not ``wait_for``: no task of its own for each leg.
+        async with asyncio.timeout(options.leg_timeout_s):
+            return await work
 
     outcomes = await asyncio.gather(
         *(_timed(functools.partial(run_leg, leg)) for leg in legs),
