@@ -267,7 +267,9 @@ async def hybrid_search(
         version = getattr(store, "version", None)
         if dense_cache is None or version is None:
             return await search()
-        return await dense_cache.hits(leg_key(version(), vector, depth, flt), search)
+        # Read where engine calls run: an ingest in another thread may hold the catalog.
+        current = await engine_call(store, "version", version)
+        return await dense_cache.hits(leg_key(current, vector, depth, flt), search)
 
     async def run_leg(leg: str) -> list[Hit]:
         work = (

@@ -51,8 +51,8 @@ class ToolContext:
     _vectors: dict[str, tuple[asyncio.Future[list[list[float]]], int]] = field(
         default_factory=dict, repr=False
     )
-    # The run's dense legs: a search whose dense leg repeats an earlier one's shares its
-    # hits (retrieval.leg_cache). Per run, never shared.
+    # Dense legs: a search whose dense leg repeats an earlier one's shares its ranking
+    # (retrieval.leg_cache). One per context: a research run's (an MCP server's).
     dense_legs: DenseLegCache = field(default_factory=DenseLegCache, repr=False)
 
     def embed_ahead(self, queries: Sequence[str], options: Any = None) -> None:

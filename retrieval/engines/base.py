@@ -78,6 +78,10 @@ class RecordLoader:
             self._gone.update(i for i in wanted if i not in self._records)
         return {i for i in ids if i in self._gone}
 
+    def fresh(self) -> RecordLoader:
+        """A loader of the same records that has fetched none yet (another search's)."""
+        return RecordLoader(self._fetch)
+
     def get(self, record_id: str) -> Record:
         if record_id not in self._records:
             self.load([record_id])

@@ -462,14 +462,58 @@ async def test_concurrent_searches_with_one_dense_query_query_the_engine_once() 
     )
     assert len(store.dense.calls) == 1
     assert cache.shared == 1
-    # The records the two results show are fetched once, for the first that read them.
-    fetched = [i for batch in store.dense.fetches for i in batch]
-    assert len(fetched) == len(set(fetched))
+    # The ranking is shared, the records are not: each search fetches what it shows.
+    assert len(store.dense.fetches) == 2
 
     alone = VersionedStore(lexical=[A, B], dense=[C, D, E])
     assert _ids(first) == _ids(await _search(alone, "retry policy", None))
     assert _ids(second) == _ids(await _search(alone, "backoff policy", None))
     assert [h.text for h in second.hits] == [h.text for h in first.hits]
+
+
+async def test_a_record_revoked_after_the_shared_query_is_dropped_by_every_later_search() -> None:
+    store = VersionedStore(lexical=[A], dense=[C, D])
+    cache = DenseLegCache()
+    first = await _search(store, "retry policy", cache)
+    assert C.id in _ids(first)
+    # Its ACL changed in the engine; the catalog's version bump has not landed yet.
+    store.dense.gone.add(C.id)
+    second = await _search(store, "retry policy", cache)
+    assert cache.shared == 1 and len(store.dense.calls) == 1
+    assert C.id not in _ids(second) and D.id in _ids(second)
+    assert C.id not in {i.id for i in second.legs["dense"]}
+
+
+async def test_a_leg_whose_records_came_with_the_query_is_not_shared() -> None:
+    store = VersionedStore(lexical=[A], dense=[C, D])
+    store.dense = FakeDense([C, D])  # plain hits: the record read with the query
+    cache = DenseLegCache()
+    first, second = await asyncio.gather(
+        _search(store, "retry policy", cache), _search(store, "backoff policy", cache)
+    )
+    await _search(store, "retry policy", cache)
+    assert len(store.dense.calls) == 3 and cache.shared == 0
+    assert _ids(first)[:2] == _ids(second)[:2]
+
+
+async def test_a_search_whose_shared_leg_times_out_degrades_and_the_next_one_gets_it() -> None:
+    store = VersionedStore(lexical=[A], dense=[C, D])
+    release = threading.Event()
+    slow = store.dense.search
+
+    def blocking(vector: Sequence[float], k: int, flt: SearchFilter) -> list[Hit]:
+        release.wait(5)
+        return slow(vector, k, flt)
+
+    store.dense.search = blocking  # type: ignore[method-assign]
+    store.dense.in_process = False  # a network engine: its calls run in a thread
+    cache = DenseLegCache()
+    impatient = await _search(store, "retry policy", cache, leg_timeout_s=0.05)
+    assert any(w.startswith("dense leg failed: timed out") for w in impatient.warnings)
+    release.set()
+    patient = await _search(store, "retry policy", cache)
+    assert len(store.dense.calls) == 1 and cache.shared == 1
+    assert C.id in _ids(patient)
 
 
 async def test_a_changed_content_version_or_another_depth_queries_again() -> None:
