@@ -42,6 +42,10 @@ def words(text: str) -> list[str]:
 
 @lru_cache(maxsize=_TEXT_CACHE)
 def _words(text: str) -> tuple[str, ...]:
+    if text.isascii():
+        # The same words: ASCII casefolds as it lowercases, word for word, and holds no ’.
+        found = _WORD.findall(text.lower())
+        return tuple([w.strip("'") for w in found] if "'" in text else found)
     return tuple(w.casefold().strip("'’") for w in _WORD.findall(text))
 
 
@@ -143,8 +147,27 @@ _INSTRUCTION_LIKE = re.compile(
 )
 
 
+# Every match of the pattern holds one of these, lowercased: an ASCII text holding none is
+# not searched (most passages; the search is ~16 us a passage, the check ~1 us). Any other
+# text is searched: IGNORECASE also folds non-ASCII letters ("ſ" matches "s").
+_INSTRUCTION_WORDS = (
+    "ignore",
+    "disregard",
+    "forget",
+    "system",
+    "assistant",
+    "you must",
+    "you are now",
+    "call ",
+)
+
+
 @lru_cache(maxsize=_TEXT_CACHE)
 def instruction_like(text: str) -> bool:
+    if text.isascii():
+        low = text.lower()
+        if not any(word in low for word in _INSTRUCTION_WORDS):
+            return False
     return bool(_INSTRUCTION_LIKE.search(text))
 
 
