@@ -206,6 +206,32 @@ async def test_slow_leg_times_out_and_degrades() -> None:
     assert [h.id for h in result.hits] == [B.id]
 
 
+async def test_a_search_cancelled_while_a_leg_runs_is_cancelled_not_degraded() -> None:
+    class Gate:
+        """Blocks the leg (in its thread) and says when it got there."""
+
+        def __init__(self) -> None:
+            self.entered, self.release = threading.Event(), threading.Event()
+
+        def wait(self, timeout: float) -> bool:
+            self.entered.set()
+            return self.release.wait(timeout)
+
+    store = FakeStore(lexical=[A], dense=[B])
+    gate = Gate()
+    store.lexical.block = gate  # type: ignore[assignment]
+    search = asyncio.ensure_future(
+        hybrid_search(store, "retry", PUBLIC, SearchOptions(leg_timeout_s=5.0))
+    )
+    try:
+        assert await asyncio.to_thread(gate.entered.wait, 5)  # the lexical leg is running
+        search.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await search
+    finally:
+        gate.release.set()
+
+
 @pytest.mark.parametrize(
     ("size", "k", "requested", "expected"),
     [(0, 10, None, 20), (300, 10, None, 30), (100_000, 10, None, 50), (100_000, 80, None, 80),

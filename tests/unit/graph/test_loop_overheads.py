@@ -283,6 +283,36 @@ def test_a_threads_first_checkpoint_reads_no_stored_versions(tmp_path: Path) -> 
     assert latest is not None and latest.checkpoint["channel_values"] == second["channel_values"]
 
 
+async def test_a_copy_of_a_threads_first_checkpoint_reads_back_whole(tmp_path: Path) -> None:
+    """LangGraph's ``__copy__`` of a thread's first checkpoint puts it with no parent on a
+    thread that has stored values: the saver, taking it for a new thread, writes its
+    values again (the same rows), and the copy reads back whole, in another saver too."""
+    path = tmp_path / "runs.sqlite"
+    first_run = Researcher(ledger_corpus(), checkpointer_path=path, search_fn=memory_search)
+    try:
+        await first_run.run(QUESTION, Caller(), RunOptions(), run_id="run-1")
+    finally:
+        await first_run.aclose()
+    other = Researcher(ledger_corpus(), checkpointer_path=path, search_fn=memory_search)
+    try:
+        graph = await other._graph()
+        config: Any = {"configurable": {"thread_id": "run-1"}}
+        history = [s async for s in graph.aget_state_history(config)]
+        first = history[-1]  # the thread's first stored checkpoint: the input, pending
+        assert first.parent_config is None and "pool" in first.values
+        copied = await graph.aupdate_state(first.config, None, as_node="__copy__")
+        again = await graph.aget_state(copied)
+    finally:
+        await other.aclose()
+    assert again.values == first.values
+    fresh = Researcher(ledger_corpus(), checkpointer_path=path, search_fn=memory_search)
+    try:
+        read = await (await fresh._graph()).aget_state(copied)
+    finally:
+        await fresh.aclose()
+    assert read.values == first.values
+
+
 async def test_a_node_writes_no_channel_it_leaves_unchanged(tmp_path: Path) -> None:
     """No warnings, no write of ``warnings``; no tokens spent, no write of ``tokens``: each
     write would version its channel and be saved twice (the step's writes, its checkpoint).
