@@ -152,7 +152,11 @@ def chain_context(evidence: list[Evidence], question: str) -> tuple[list[set[str
     by_id = {e.id: e for e in evidence}
     doc_terms: dict[str, set[str]] = {}
     for e in evidence:
-        doc_terms.setdefault(e.doc_id, set()).update(terms(f"{e.title} {_heading(e)} {e.text}"))
+        # As sets, the terms of "title heading text" are those of "title text" (the form
+        # ranking and synthesis read too, memoised) and of the heading: no word spans a space.
+        held = doc_terms.setdefault(e.doc_id, set())
+        held.update(terms(f"{e.title} {e.text}"))
+        held.update(terms(_heading(e)))
     parents: dict[str, set[str]] = {}
     first_round = {e.id: min((p.round for p in e.provenance), default=0) for e in evidence}
     for e in evidence:
