@@ -28,7 +28,7 @@ from functools import lru_cache
 
 from graph.text import STOPWORDS, instruction_like, key_terms, proper_phrases, sentences, terms
 from tools.evidence import Evidence
-from tools.titles import base_title
+from tools.titles import base_title, whole_word_spans
 
 # Share of the question's constraints a supporting sentence's context must cover (plain
 # counts: weighting by rarity would make the paraphrased word - "lasted" for "Duration" -
@@ -126,8 +126,11 @@ def _word_pattern(phrase: str) -> re.Pattern[str]:
 
 
 def _has_word(phrase: str, text: str) -> bool:
-    """``phrase`` occurs in ``text`` as whole words (a substring test first: most don't)."""
-    return phrase in text and _word_pattern(phrase).search(text) is not None
+    """``phrase`` occurs in ``text`` as whole words (what ``_word_pattern`` finds, without
+    compiling a pattern for each phrase)."""
+    if not phrase:
+        return _word_pattern(phrase).search(text) is not None
+    return next(whole_word_spans(phrase, text), None) is not None
 
 
 def _linked(child: Evidence, parent: Evidence, question: str) -> bool:

@@ -459,3 +459,20 @@ async def test_the_checkpointer_commits_without_sqlites_auto_checkpoint(tmp_path
     assert saver.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     await researcher.aclose()  # waits for a running background checkpoint
     assert saver.wal.done >= 1
+
+
+def test_a_whole_word_test_answers_as_the_pattern_does() -> None:
+    """support._has_word finds a phrase as whole words without a pattern per phrase: the
+    answer must be the pattern's, for ASCII and other text (re's \\w is isalnum() or _)."""
+    import random
+
+    from graph.support import _has_word, _word_pattern
+
+    rng = random.Random(1)
+    alphabet = "ab _-.1\u00e9\u00df\u0661\u2163\u0301\u4e00 "
+    phrases = ["ab", "a b", "b.a", "\u00e9b", "1", "a_", "\u0661", "\u2163a"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(4000)]
+    for text in texts:
+        for phrase in phrases:
+            want = _word_pattern(phrase).search(text) is not None
+            assert _has_word(phrase, text) == want, (phrase, text)

@@ -195,3 +195,26 @@ def test_a_title_index_is_never_served_for_another_store_at_the_same_address(
     second = _VersionedStore([passage("b", "Beta Yard", "Beta Yard is a yard.")])
     assert ToolContext(store=first, flt=flt).title_index().titles == {"Alpha Station"}  # type: ignore[union-attr]
     assert ToolContext(store=second, flt=flt).title_index().titles == {"Beta Yard"}  # type: ignore[union-attr]
+
+
+def test_a_names_surfaces_in_ascii_text_are_the_patterns_matches() -> None:
+    """named_titles finds how an ASCII text writes a name without compiling a pattern per
+    name: the surfaces must be exactly what the case-insensitive whole-word pattern finds,
+    overlapping occurrences, edges, digits, underscores and punctuation included."""
+    import random
+
+    from tools.titles import _name_pattern, _surfaces
+
+    rng = random.Random(0)
+    names = ["aa", "Ed Wood", "C++", "ledger-service", "x_1", "a.b", "a.a", "2010", "Ab"]
+    alphabet = "aAbB _-+.x1C2\n" + "...."
+    texts = ["aaaa aa", "Ed Wood's ED WOOD edwood", "C++ and c++11 (C++)", "_aa aa_ aa"]
+    texts += ["a.a.a A.a"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    for text in texts:
+        for name in names:
+            want = [m.group(0) for m in _name_pattern(name).finditer(text)]
+            assert list(_surfaces(name, text)) == want, (name, text)
+    # Not ASCII: the pattern itself (IGNORECASE folds what lower() does not)
+    assert list(_surfaces("Strasse", "STRASSE Straße")) == ["STRASSE"]
+    assert list(_surfaces("Kelvin", "\u212aelvin kelvin")) == ["\u212aelvin", "kelvin"]
