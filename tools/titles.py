@@ -104,15 +104,20 @@ def named_titles(
 
 
 def _surfaces(name: str, text: str) -> Iterator[str]:
-    """How ``text`` writes ``name`` as whole words, case aside, first to last (what
-    ``_name_pattern(name).finditer(text)`` matches)."""
+    """How ``text`` writes ``name`` as whole words, case aside, first to last."""
+    for start, end in name_spans(name, text):
+        yield text[start:end]
+
+
+def name_spans(name: str, text: str) -> Iterator[tuple[int, int]]:
+    r"""Where ``text`` names ``name`` as whole words, case aside, first to last: what
+    ``(?<!\w)name(?!\w)`` with IGNORECASE (name escaped) finds."""
     if not (name and name.isascii() and text.isascii()):
-        yield from (m.group(0) for m in _name_pattern(name).finditer(text))
+        yield from (m.span() for m in _name_pattern(name).finditer(text))
         return
     # ASCII: IGNORECASE is lowercase equality. Compiling the pattern costs ~75 us a name;
     # most names are met once or twice.
-    for start, end in whole_word_spans(name.lower(), text.lower()):
-        yield text[start:end]
+    yield from whole_word_spans(name.lower(), text.lower())
 
 
 def whole_word_spans(key: str, text: str) -> Iterator[tuple[int, int]]:

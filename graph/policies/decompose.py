@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from graph.text import STOPWORDS, is_label, name_distance, stem, terms, words
 from tools.evidence import Evidence
-from tools.titles import TitleIndex, base_title, named_titles
+from tools.titles import TitleIndex, base_title, name_spans, named_titles
 
 # A capitalised word or an initial; a name chains through a few lowercase particles.
 _NAME_WORD = r"(?:[A-Z]\.|[A-Z](?:[\w-]|['’](?!s\b)|\.(?=\w))*|[0-9][\w-]*)"
@@ -106,8 +106,8 @@ def anchors(question: str, titles: TitleIndex | None) -> list[Span]:
     found: list[Span] = []
     for title in named_titles(question, titles):
         name = base_title(title)
-        for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", question, re.IGNORECASE):
-            found.append(Span(m.start(), m.end()))
+        for start, end in name_spans(name, question):
+            found.append(Span(start, end))
     if titles is not None:
         # Lowercase mentions of multi-word pages ("avengers age of ultron").
         for title in titles.mentions(question):

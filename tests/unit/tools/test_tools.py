@@ -203,7 +203,7 @@ def test_a_names_surfaces_in_ascii_text_are_the_patterns_matches() -> None:
     overlapping occurrences, edges, digits, underscores and punctuation included."""
     import random
 
-    from tools.titles import _name_pattern, _surfaces
+    from tools.titles import _name_pattern, _surfaces, name_spans
 
     rng = random.Random(0)
     names = ["aa", "Ed Wood", "C++", "ledger-service", "x_1", "a.b", "a.a", "2010", "Ab"]
@@ -213,8 +213,9 @@ def test_a_names_surfaces_in_ascii_text_are_the_patterns_matches() -> None:
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
     for text in texts:
         for name in names:
-            want = [m.group(0) for m in _name_pattern(name).finditer(text)]
-            assert list(_surfaces(name, text)) == want, (name, text)
+            found = list(_name_pattern(name).finditer(text))
+            assert list(_surfaces(name, text)) == [m.group(0) for m in found], (name, text)
+            assert list(name_spans(name, text)) == [m.span() for m in found], (name, text)
     # Not ASCII: the pattern itself (IGNORECASE folds what lower() does not)
     assert list(_surfaces("Strasse", "STRASSE Straße")) == ["STRASSE"]
     assert list(_surfaces("Kelvin", "\u212aelvin kelvin")) == ["\u212aelvin", "kelvin"]
