@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from graph.text import STOPWORDS, instruction_like, key_terms, proper_phrases, sentences, terms
 from tools.evidence import Evidence
@@ -120,16 +119,8 @@ def _heading(e: Evidence) -> str:
     return " ".join(e.locator.heading_path) if e.locator and e.locator.heading_path else ""
 
 
-@lru_cache(maxsize=4096)
-def _word_pattern(phrase: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)")
-
-
 def _has_word(phrase: str, text: str) -> bool:
-    """``phrase`` occurs in ``text`` as whole words (what ``_word_pattern`` finds, without
-    compiling a pattern for each phrase)."""
-    if not phrase:
-        return _word_pattern(phrase).search(text) is not None
+    """``phrase`` occurs in ``text`` as whole words."""
     return next(whole_word_spans(phrase, text), None) is not None
 
 

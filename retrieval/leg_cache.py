@@ -49,8 +49,9 @@ class DenseLegCache:
             task = asyncio.ensure_future(search())
             task.add_done_callback(lambda done: self._forget_unshareable(key, done))
             self._legs[key] = task
-            # shield: a search that times out stops waiting; the leg goes on for the others
-            return _with_own_loader(await asyncio.shield(task))
+            # shield: a search that times out stops waiting; the leg goes on for the others.
+            # The hits' own loader is this search's: a later one reads through a fresh one.
+            return list(await asyncio.shield(task))
         found = await asyncio.shield(task)
         if not _deferred(found):
             return list(await search())  # records read with the query: query them afresh
@@ -68,7 +69,7 @@ def _deferred(hits: list[Hit]) -> bool:
 
 
 def _with_own_loader(hits: list[Hit]) -> list[Hit]:
-    """The hits, each deferred one reading its record through a loader of this search's
+    """The hits, each deferred one reading its record through a loader of a later search's
     own (one per loader of the shared hits: one fetch call per search, as unshared)."""
     loaders: dict[int, RecordLoader] = {}
     out: list[Hit] = []

@@ -123,7 +123,7 @@ def name_spans(name: str, text: str) -> Iterator[tuple[int, int]]:
 def whole_word_spans(key: str, text: str) -> Iterator[tuple[int, int]]:
     r"""Where ``key`` occurs in ``text`` with no word character either side, first to last,
     not overlapping: what ``(?<!\w)key(?!\w)`` (key escaped) finds, ``\w`` being
-    ``isalnum()`` or "_" as in ``re``. ``key`` must not be empty."""
+    ``isalnum()`` or "_" as in ``re``."""
     size = len(text)
     start = text.find(key)
     while start != -1:
@@ -132,7 +132,7 @@ def whole_word_spans(key: str, text: str) -> Iterator[tuple[int, int]]:
             end == size or not _is_word(text[end])
         ):
             yield start, end
-            start = text.find(key, end)
+            start = text.find(key, end if end > start else start + 1)  # "" matches empty
         else:
             start = text.find(key, start + 1)
 
