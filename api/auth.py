@@ -3,10 +3,12 @@
 The key file (``WAYPOINT_AUTH_FILE``) maps each key to a principal::
 
     {"keys": {"<key>": {"user": "ana", "groups": ["eng"], "project": "core",
-                        "webhook_secret": "whsec_..."}}}
+                        "webhook_secret": "whsec_...", "sync_sources": false}}}
 
 A principal's groups become the ACL of every retrieval it causes; its project is the
-default scope. Keys are looked up by their SHA-256 so the raw key never sits in a
+default scope. ``sync_sources`` (default false) lets a key start source syncs and read
+their jobs: a sync re-ingests a configured connector's data under that source's ACL, an
+operator's act, not a reader's. Keys are looked up by their SHA-256 so the raw key never sits in a
 dict we might log.
 """
 
@@ -31,6 +33,9 @@ class Principal(BaseModel):
     groups: list[str] = Field(default_factory=list)
     project: str | None = None
     webhook_secret: str | None = None
+    # May start source syncs and read their jobs. Strict: a permission is true or false in
+    # the file, never "yes" or 1 read as true.
+    sync_sources: bool = Field(default=False, strict=True)
     key_id: str = ""  # sha256 prefix of the key: safe to log, stable per key
 
     def caller(self, project: str | None = None) -> Caller:

@@ -73,6 +73,21 @@ def require_principal(request: Request, services: ServicesDep) -> Principal:
 PrincipalDep = Annotated[Principal, Depends(require_principal)]
 
 
+def require_syncer(principal: PrincipalDep) -> Principal:
+    """A principal the auth file lets sync sources (``"sync_sources": true``)."""
+    if not principal.sync_sources:
+        raise ApiError(
+            403,
+            "forbidden",
+            "this API key may not sync sources; its entry in the auth file needs "
+            '"sync_sources": true',
+        )
+    return principal
+
+
+SyncerDep = Annotated[Principal, Depends(require_syncer)]
+
+
 def resolve_caller(
     services: Services, principal: Principal, question: str, project: str | None
 ) -> Caller:

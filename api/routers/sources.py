@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from api.deps import PrincipalDep, ServicesDep
+from api.deps import PrincipalDep, ServicesDep, SyncerDep
 from api.errors import ApiError, error_responses, not_found
 from api.schemas import SourceJob, SourceList, SourceView
 
@@ -36,10 +36,11 @@ def list_sources(principal: PrincipalDep, services: ServicesDep) -> SourceList:
     status_code=202,
     response_model=SourceJob,
     operation_id="sync_source",
-    responses=error_responses(401, 404, 409),
+    responses=error_responses(401, 403, 404, 409),
 )
-async def sync_source(name: str, principal: PrincipalDep, services: ServicesDep) -> SourceJob:
-    """Start a sync of a configured connector; poll the job for its report."""
+async def sync_source(name: str, principal: SyncerDep, services: ServicesDep) -> SourceJob:
+    """Start a sync of a configured connector (keys with ``sync_sources`` only); poll the
+    job for its report."""
     if name not in services.sources.configs:
         raise not_found("configured source")
     running = services.tasks.active_source_job(name)
@@ -52,9 +53,10 @@ async def sync_source(name: str, principal: PrincipalDep, services: ServicesDep)
     "/jobs/{job_id}",
     response_model=SourceJob,
     operation_id="get_source_job",
-    responses=error_responses(401, 404),
+    responses=error_responses(401, 403, 404),
 )
-def get_source_job(job_id: str, principal: PrincipalDep, services: ServicesDep) -> SourceJob:
+def get_source_job(job_id: str, principal: SyncerDep, services: ServicesDep) -> SourceJob:
+    """A sync job and its report (file names, failures): for keys that may sync."""
     job = services.tasks.get_source_job(job_id)
     if job is None:
         raise not_found("job")

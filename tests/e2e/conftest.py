@@ -31,7 +31,7 @@ WAYPOINT = str(Path(sys.executable).parent / "waypoint")
 SECRET = "whsec_" + base64.b64encode(b"e2e-webhook-secret-0123456789ab").decode()
 SECRET_MARKER = "NIGHTJAR"
 KEYS = {
-    "key-ana": {"user": "ana", "groups": ["eng"], "webhook_secret": SECRET},
+    "key-ana": {"user": "ana", "groups": ["eng"], "webhook_secret": SECRET, "sync_sources": True},
     "key-hana": {"user": "hana", "groups": ["hr"], "webhook_secret": SECRET},
     "key-bob": {"user": "bob", "groups": []},
 }

@@ -240,8 +240,10 @@ def test_source_sync_job_indexes_a_configured_connector(http: httpx.Client) -> N
     assert listed["notes"]["configured"] and listed["notes"]["indexed"] is None
     assert listed["wiki"]["indexed"]["documents"] == 4
     assert http.post("/v1/sources/nope/sync", headers=ANA).status_code == 404
+    assert http.post("/v1/sources/notes/sync", headers=BOB).status_code == 403  # a reader's key
     job = http.post("/v1/sources/notes/sync", headers=ANA)
     assert job.status_code == 202
+    assert http.get(f"/v1/sources/jobs/{job.json()['id']}", headers=BOB).status_code == 403
     done = wait_for(
         lambda: (
             (j := http.get(f"/v1/sources/jobs/{job.json()['id']}", headers=ANA).json())["status"]

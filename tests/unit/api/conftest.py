@@ -31,7 +31,13 @@ from retrieval.store import StoreError
 
 SECRET = "whsec_" + base64.b64encode(b"unit-test-secret-0123456789").decode()
 KEYS = {
-    "keyA": {"user": "ana", "groups": ["eng"], "project": None, "webhook_secret": SECRET},
+    "keyA": {
+        "user": "ana",
+        "groups": ["eng"],
+        "project": None,
+        "webhook_secret": SECRET,
+        "sync_sources": True,
+    },
     "keyB": {"user": "bob", "groups": [], "project": None},
 }
 AUTH_A = {"Authorization": "Bearer keyA"}

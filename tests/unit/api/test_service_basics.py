@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
+import pytest
 
+from api.auth import AuthFileError, KeyRing
 from tests.unit.api.conftest import AUTH_A, AUTH_B
 
 
@@ -115,3 +118,28 @@ async def test_search_with_every_engine_down_is_503_json_without_internals(
     assert err["code"] == "search_unavailable"
     assert "lexical" in err["message"] and "dense" in err["message"]
     assert "10.0.0.7" not in err["message"]  # engine messages stay in the log
+
+
+async def test_only_keys_allowed_to_sync_may_start_or_read_source_syncs(
+    client: httpx.AsyncClient,
+) -> None:
+    for method, path in (("POST", "/v1/sources/wiki/sync"), ("GET", "/v1/sources/jobs/job_1")):
+        r = await client.request(method, path, headers=AUTH_B)
+        assert r.status_code == 403, (method, path, r.text)
+        error = r.json()["error"]
+        assert error["code"] == "forbidden" and '"sync_sources": true' in error["message"]
+    # A key with the permission gets past it: here no source is configured, no job exists.
+    assert (await client.post("/v1/sources/wiki/sync", headers=AUTH_A)).status_code == 404
+    assert (await client.get("/v1/sources/jobs/job_1", headers=AUTH_A)).status_code == 404
+    # Listing what the index holds stays open to every key.
+    assert (await client.get("/v1/sources", headers=AUTH_B)).status_code == 200
+
+
+def test_sync_permission_in_the_auth_file_must_be_a_real_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    path.write_text(json.dumps({"keys": {"k": {"user": "eve", "sync_sources": "yes"}}}))
+    with pytest.raises(AuthFileError, match="bad entry"):
+        KeyRing.from_file(path)
+    path.write_text(json.dumps({"keys": {"k": {"user": "eve"}}}))
+    principal = KeyRing.from_file(path).lookup("k")
+    assert principal is not None and principal.sync_sources is False
