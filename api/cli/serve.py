@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -59,12 +60,30 @@ def serve(
     )
 
 
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps a server reachable from this machine only."""
+    if host.casefold() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any address
+        return False
+
+
 def mcp(
     transport: Annotated[
         Literal["stdio", "http"], typer.Option(help="stdio, or streamable HTTP.")
     ] = "stdio",
     host: Annotated[str, typer.Option(help="Bind address for --transport http.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port for --transport http.")] = 8001,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Let --transport http bind a non-loopback --host. The MCP endpoint has no "
+            "authentication: anyone who reaches it reads with the caller's ACL.",
+        ),
+    ] = False,
     as_user: AsUserOption = None,
     project: Annotated[str | None, typer.Option(help="Scope (default: the caller's).")] = None,
     index: IndexOption = None,
@@ -77,6 +96,12 @@ def mcp(
     from api.settings import ApiSettings
     from retrieval.store import Store, StoreError
 
+    remote = transport == "http" and not is_loopback(host)
+    if remote and not allow_remote:
+        fail(
+            f"MCP over HTTP has no authentication: binding {host} lets anyone who can reach "
+            "it read with this caller's ACL; bind 127.0.0.1 (the default) or pass --allow-remote"
+        )
     settings = ApiSettings()
     if as_user is not None:
         caller = resolve_caller(as_user, project)
@@ -102,7 +127,7 @@ def mcp(
         if transport == "stdio":
             server.run("stdio")
         else:
-            if host not in ("127.0.0.1", "localhost", "::1"):
+            if remote:
                 print(
                     f"warning: MCP over HTTP bound to {host}: anyone who can reach it reads "
                     f"as {caller.user}",
