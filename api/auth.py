@@ -8,8 +8,8 @@ The key file (``WAYPOINT_AUTH_FILE``) maps each key to a principal::
 A principal's groups become the ACL of every retrieval it causes; its project is the
 default scope. ``sync_sources`` (default false) lets a key start source syncs and read
 their jobs: a sync re-ingests a configured connector's data under that source's ACL, an
-operator's act, not a reader's. Keys are looked up by their SHA-256 so the raw key never sits in a
-dict we might log.
+operator's act, not a reader's. Keys are looked up by their SHA-256 so the raw key never
+sits in a dict we might log.
 """
 
 from __future__ import annotations
