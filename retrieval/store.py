@@ -19,7 +19,7 @@ import struct
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -325,8 +325,22 @@ class Store:
     def is_empty(self) -> bool:
         return self.catalog.count_documents() == 0
 
-    def sources(self) -> list[SourceInfo]:
-        return self.catalog.sources()
+    def sources(self, flt: SearchFilter | None = None) -> list[SourceInfo]:
+        """Every source and its counts; with ``flt``, only the sources holding a document
+        the filter admits, counted over those documents (what a caller may learn)."""
+        infos = self.catalog.sources()
+        if flt is None:
+            return infos
+        documents: dict[str, int] = {}
+        records: dict[str, int] = {}
+        for d in self._visible_documents(flt):
+            documents[d.source] = documents.get(d.source, 0) + 1
+            records[d.source] = records.get(d.source, 0) + d.chunk_count
+        return [
+            replace(info, documents=documents[info.name], records=records[info.name])
+            for info in infos
+            if info.name in documents
+        ]
 
     def filter_for(
         self,

@@ -18,15 +18,21 @@ router = APIRouter(prefix="/v1/sources", tags=["sources"])
     "", response_model=SourceList, operation_id="list_sources", responses=error_responses(401)
 )
 def list_sources(principal: PrincipalDep, services: ServicesDep) -> SourceList:
+    """What the index holds. A key that may sync (``sync_sources``) sees every source and
+    every configured connector; any other key sees only the sources holding a document its
+    groups may read, counted over those documents: a source's name and size say something
+    about documents the key may not read."""
+    operator = principal.sync_sources
+    flt = None if operator else services.store.filter_for(principal.groups)
     indexed: dict[str, dict[str, Any]] = {}
-    for info in services.store.sources():
+    for info in services.store.sources(flt):
         data = asdict(info) if is_dataclass(info) and not isinstance(info, type) else dict(info)
         indexed[data["name"]] = data
-    names = sorted({*indexed, *services.sources.configs})
+    configs = services.sources.configs
+    names = sorted({*indexed, *configs}) if operator else sorted(indexed)
     return SourceList(
         items=[
-            SourceView(name=n, configured=n in services.sources.configs, indexed=indexed.get(n))
-            for n in names
+            SourceView(name=n, configured=n in configs, indexed=indexed.get(n)) for n in names
         ]
     )
 

@@ -239,6 +239,13 @@ def test_source_sync_job_indexes_a_configured_connector(http: httpx.Client) -> N
     listed = {s["name"]: s for s in http.get("/v1/sources", headers=ANA).json()["items"]}
     assert listed["notes"]["configured"] and listed["notes"]["indexed"] is None
     assert listed["wiki"]["indexed"]["documents"] == 4
+    assert listed["hr"]["indexed"]["documents"] == 1  # the key that may sync sees every source
+    # A reader sees only the sources holding documents it may read: bob (no groups) not the
+    # hr pages nor the unsynced connector, hana (hr) the hr pages too.
+    seen = {s["name"] for s in http.get("/v1/sources", headers=BOB).json()["items"]}
+    assert seen == {"wiki"}
+    seen = {s["name"] for s in http.get("/v1/sources", headers=HANA).json()["items"]}
+    assert seen == {"wiki", "hr"}
     assert http.post("/v1/sources/nope/sync", headers=ANA).status_code == 404
     assert http.post("/v1/sources/notes/sync", headers=BOB).status_code == 403  # a reader's key
     job = http.post("/v1/sources/notes/sync", headers=ANA)

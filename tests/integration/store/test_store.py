@@ -52,6 +52,20 @@ def test_delete_document_and_source_remove_from_both_engines(store):
     assert [s.name for s in store.sources()] == ["test"]
 
 
+def test_sources_seen_through_a_filter_name_and_count_only_what_it_admits(store):
+    store.ingest(
+        _doc("pay.md", ["salary bands", "bonus rules"], source="hr", acl=["hr"])
+        + _doc("leave.md", ["parental leave"], source="hr")  # public
+        + _doc("board.md", ["board minutes"], source="exec", acl=["exec"])
+    )
+    everything = {s.name: (s.documents, s.records) for s in store.sources()}
+    assert everything == {"hr": (2, 3), "exec": (1, 1)}
+    eng = {s.name: (s.documents, s.records) for s in store.sources(store.filter_for(["eng"]))}
+    assert eng == {"hr": (1, 1)}  # the public page only; "exec" is not even named
+    hr = {s.name: (s.documents, s.records) for s in store.sources(store.filter_for(["hr"]))}
+    assert hr == {"hr": (2, 3)}
+
+
 def test_acl_enforced_on_by_id_reads_and_lookup(store):
     store.ingest(
         _doc("salaries.md", ["salary bands for 2026"], acl=["hr"], title="Salary bands")

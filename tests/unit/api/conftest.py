@@ -68,8 +68,12 @@ class FakeStore:
             raise StoreError(f"unknown project {project!r}: no sources belong to it")
         return SearchFilter.for_groups(groups or [], sources=("wiki",) if project else None)
 
-    def sources(self) -> list[SourceInfo]:
-        return [SourceInfo("wiki", 2, 3, None, None, ["core"])]
+    def sources(self, flt: SearchFilter | None = None) -> list[SourceInfo]:
+        # "wiki" is public; "payroll" holds only documents of the "hr" group.
+        found = [SourceInfo("wiki", 2, 3, None, None, ["core"])]
+        if flt is None or "hr" in (flt.acl_groups or ()):
+            found.append(SourceInfo("payroll", 1, 1, None, None, []))
+        return found
 
     def corpus_size(self) -> int:
         return 3

@@ -131,8 +131,18 @@ async def test_only_keys_allowed_to_sync_may_start_or_read_source_syncs(
     # A key with the permission gets past it: here no source is configured, no job exists.
     assert (await client.post("/v1/sources/wiki/sync", headers=AUTH_A)).status_code == 404
     assert (await client.get("/v1/sources/jobs/job_1", headers=AUTH_A)).status_code == 404
-    # Listing what the index holds stays open to every key.
+    # Listing what the index holds stays open to every key (what it shows: the next test).
     assert (await client.get("/v1/sources", headers=AUTH_B)).status_code == 200
+
+
+async def test_a_reader_lists_only_the_sources_it_may_read(client: httpx.AsyncClient) -> None:
+    operator = (await client.get("/v1/sources", headers=AUTH_A)).json()["items"]
+    reader = (await client.get("/v1/sources", headers=AUTH_B)).json()["items"]
+    # The store double holds "payroll" for the hr group only: the key that may sync sees
+    # it (an operator's view), a reader outside hr does not learn its name or size.
+    assert [s["name"] for s in operator] == ["payroll", "wiki"]
+    assert [s["name"] for s in reader] == ["wiki"]
+    assert reader[0]["indexed"]["documents"] == 2
 
 
 def test_sync_permission_in_the_auth_file_must_be_a_real_boolean(tmp_path: Path) -> None:
