@@ -132,7 +132,9 @@ def assemble(
         backoff_max_s=settings.webhook_backoff_max_s,
         allow_private=settings.webhook_allow_private,
     )
-    pool = WorkerPool(tasks, researcher, sender, keys, settings.task_workers, feed)
+    pool = WorkerPool(
+        tasks, researcher, sender, keys, settings.task_workers, feed, settings.task_lease_s
+    )
     sources = SourceSync(store, tasks, load_sources_file(settings.sources_file))
     return Services(
         settings=settings,
@@ -161,7 +163,6 @@ def create_app(
         if settings.gc_freeze:
             _freeze_start_up_heap()
         await services.pool.start()
-        services.sources.start()
         app.state.services = services
         log.info("service ready", extra={"home": str(settings.home)})
         try:

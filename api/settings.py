@@ -41,6 +41,13 @@ class ApiSettings(BaseSettings):
     rate_limit_burst: int = Field(default=30, ge=1)
     max_tasks_per_key: int = Field(default=8, ge=1, description="queued + running, per key")
     task_workers: int = Field(default=2, ge=1, le=64)
+    task_lease_s: float = Field(
+        default=30.0,
+        ge=1.0,
+        le=3600.0,
+        description="a process's hold on its running tasks, renewed while it runs: after a "
+        "crash, another process sharing a Postgres task store resumes them once it lapses",
+    )
     max_concurrent_answers: int = Field(
         default=6, ge=1, le=256, description="answer runs at once; more wait their turn"
     )

@@ -60,9 +60,6 @@ class SourceSync:
         self._jobs: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()  # ingests are serialised: one writer for the index
 
-    def start(self) -> None:
-        self.tasks.fail_interrupted_source_jobs()
-
     async def stop(self) -> None:
         for t in self._jobs:
             t.cancel()

@@ -15,9 +15,11 @@ What Postgres changes beyond the SQL dialect:
   so concurrent appenders still get 1, 2, 3, ... without gaps or duplicates;
 - an idempotency claim is ``INSERT ... ON CONFLICT DO NOTHING`` (exactly one claimant).
 
-Recovery at startup (``requeue_interrupted``, ``idem_clear_stale``) assumes, as with
-SQLite, that the process starting up owns every task left running: run one service
-process per database (there is no lease or heartbeat per worker yet).
+- several service processes may share one database: each holds a lease it renews
+  (``TaskStore.heartbeat``), and any of them takes back the running tasks, idempotency
+  claims and sync jobs of an owner whose lease lapsed (``TaskStore.recover``). A process
+  starting up does not take back what another left running until that lease lapses
+  (SQLite, one process per file, takes it back at once).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from api.tasks.store import TaskStore, TasksUrlError, Tx
+from api.tasks.store import ADDED_COLUMNS, TaskStore, TasksUrlError, Tx
 
 # "user" is a reserved word in Postgres: quoted everywhere.
 _SCHEMA = """
@@ -106,6 +108,13 @@ CREATE TABLE IF NOT EXISTS source_jobs (
     failures TEXT,
     error TEXT
 );
+CREATE TABLE IF NOT EXISTS workers (
+    owner TEXT PRIMARY KEY,
+    lease_until DOUBLE PRECISION NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
+    pid INTEGER,
+    host TEXT
+);
 """
 
 # Serialises schema creation between processes starting at once (CREATE ... IF NOT
@@ -157,9 +166,14 @@ class PostgresTaskStore(TaskStore):
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         db.execute(statement.encode())
+                for table, column, decl in ADDED_COLUMNS:
+                    db.execute(
+                        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {decl}".encode()
+                    )
         except BaseException:
             self._pool.close()
             raise
+        super().__init__()
 
     def close(self) -> None:
         self._pool.close()

@@ -14,6 +14,8 @@ ownership registry and source-sync jobs.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -106,7 +108,24 @@ CREATE TABLE IF NOT EXISTS source_jobs (
     failures TEXT,
     error TEXT
 );
+CREATE TABLE IF NOT EXISTS workers (
+    owner TEXT PRIMARY KEY,
+    lease_until REAL NOT NULL,
+    started_at REAL NOT NULL,
+    pid INTEGER,
+    host TEXT
+);
 """
+
+# Columns added after the first release, added to an older database when it is opened
+# (new ones get them the same way): who holds a running task, a sync job or an
+# idempotency claim (a store object's ``owner``), and a cancel asked of another process.
+ADDED_COLUMNS = (
+    ("tasks", "owner", "TEXT"),
+    ("tasks", "cancel_requested", "INTEGER NOT NULL DEFAULT 0"),
+    ("idempotency", "owner", "TEXT"),
+    ("source_jobs", "owner", "TEXT"),
+)
 
 
 class TasksUrlError(ValueError):
@@ -166,6 +185,18 @@ class IdemClaim:
     response: dict[str, Any] | None = None
 
 
+@dataclass
+class Recovered:
+    """What :meth:`TaskStore.recover` took back from owners that are gone."""
+
+    tasks: int = 0  # running tasks put back in the queue, marked to resume
+    idempotency_keys: int = 0  # claims left 'creating', freed
+    source_jobs: int = 0  # queued or running sync jobs, failed
+
+    def __bool__(self) -> bool:
+        return bool(self.tasks or self.idempotency_keys or self.source_jobs)
+
+
 # A stored row: sqlite3.Row or a dict (Postgres); both are read as row["column"].
 TaskRow = Any
 
@@ -206,6 +237,14 @@ class TaskStore(ABC):
     # Appended to the claim sub-select: how this backend keeps two workers from claiming
     # the same queued task ("" where the write transaction already serialises them).
     _CLAIM_LOCK: ClassVar[str] = ""
+    # Whether one process has the database to itself (SQLite: one service process per
+    # file). Then, at start-up, whatever another owner left running is taken back at
+    # once; in a shared database (Postgres) only what an owner whose lease lapsed left.
+    exclusive: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        # This store object's identity as the holder of running work (one per process).
+        self.owner = new_id("proc")
 
     @classmethod
     def open(cls, url: str) -> TaskStore:
@@ -314,22 +353,91 @@ class TaskStore(ABC):
         return [self._task(r) for r in rows], nxt
 
     def claim_next(self) -> TaskRow | None:
-        """Atomically move the oldest queued task to running and return it."""
+        """Atomically move the oldest queued task to running, held by this store's
+        ``owner``, and return it."""
         with self._tx() as db:
             row = db.one(
-                "UPDATE tasks SET status = 'running', started_at = COALESCE(started_at, ?)"
+                "UPDATE tasks SET status = 'running', started_at = COALESCE(started_at, ?),"
+                " owner = ?, cancel_requested = 0"
                 " WHERE id = (SELECT id FROM tasks WHERE status = 'queued'"
                 f" ORDER BY created_at, id LIMIT 1{self._CLAIM_LOCK}) RETURNING *",
-                (time.time(),),
+                (time.time(), self.owner),
             )
             if row is not None:
                 db.rowcount("UPDATE runs SET status = 'running' WHERE run_id = ?", (row["run_id"],))
         return row
 
-    def requeue_interrupted(self) -> int:
-        """After a crash: tasks left running go back to the queue, marked to resume."""
-        return self._write(
-            "UPDATE tasks SET status = 'queued', resume = 1 WHERE status = 'running'"
+    # ------------------------------------------------------ owners and leases
+    def heartbeat(self, lease_s: float) -> None:
+        """This owner is alive for ``lease_s`` more seconds (its work is not taken back)."""
+        now = time.time()
+        self._write(
+            "INSERT INTO workers (owner, lease_until, started_at, pid, host)"
+            " VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (owner) DO UPDATE SET lease_until = excluded.lease_until",
+            (self.owner, now + lease_s, now, os.getpid(), socket.gethostname()),
+        )
+
+    def release(self) -> int:
+        """A clean stop: this owner's running tasks go back to the queue (marked to resume)
+        for any process to take now, and its lease ends."""
+        with self._tx() as db:
+            n = db.rowcount(
+                "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL"
+                " WHERE status = 'running' AND owner = ?",
+                (self.owner,),
+            )
+            db.rowcount("DELETE FROM workers WHERE owner = ?", (self.owner,))
+        return n
+
+    def recover(self, exclusive: bool = False) -> Recovered:
+        """Take back the work of owners that are gone: their running tasks are queued again
+        (marked to resume from their checkpoints), their idempotency claims left
+        'creating' are freed and their sync jobs fail. Gone means: the owner's lease
+        lapsed (or it never had one: a row from before leases); with ``exclusive``, every
+        owner but this one (the process starting on a database it has to itself)."""
+        now = time.time()
+        args: tuple[Any, ...]
+        if exclusive:
+            gone, args = "(owner IS NULL OR owner <> ?)", (self.owner,)
+        else:
+            gone = (
+                "(owner IS NULL OR owner NOT IN"
+                " (SELECT owner FROM workers WHERE lease_until >= ?))"
+            )
+            args = (now,)
+        with self._tx() as db:
+            tasks = db.rowcount(
+                "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL"
+                f" WHERE status = 'running' AND {gone}",
+                args,
+            )
+            keys = db.rowcount(f"DELETE FROM idempotency WHERE state = 'creating' AND {gone}", args)
+            jobs = db.rowcount(
+                "UPDATE source_jobs SET status = 'failed', finished_at = ?,"
+                " error = 'interrupted: the server running it stopped; sync again'"
+                f" WHERE status IN ('queued', 'running') AND {gone}",
+                (now, *args),
+            )
+            db.rowcount("DELETE FROM workers WHERE lease_until < ?", (now,))
+        return Recovered(tasks, keys, jobs)
+
+    def owned_running(self) -> dict[str, bool]:
+        """This owner's running tasks: id -> whether another process asked to cancel it."""
+        rows = self._all(
+            "SELECT id, cancel_requested FROM tasks WHERE status = 'running' AND owner = ?",
+            (self.owner,),
+        )
+        return {r["id"]: bool(r["cancel_requested"]) for r in rows}
+
+    def request_cancel(self, task_id: str) -> bool:
+        """Ask the process running ``task_id`` to cancel it (it reads this at its next
+        heartbeat); False if the task is not running."""
+        return bool(
+            self._write(
+                "UPDATE tasks SET cancel_requested = 1 WHERE id = ? AND status = 'running'",
+                (task_id,),
+            )
         )
 
     def mark_resumed(self, task_id: str) -> None:
@@ -342,19 +450,21 @@ class TaskStore(ABC):
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
     ) -> bool:
-        """Set a terminal status unless the task already has one; True if this call did."""
+        """Set a terminal status unless the task already has one or another owner holds
+        it (its lease lapsed and another process took it back); True if this call did."""
         now = time.time()
         with self._tx() as db:
             row = db.one(
                 "UPDATE tasks SET status = ?, finished_at = ?, result = ?, error = ?"
                 " WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')"
-                " RETURNING run_id",
+                " AND (owner IS NULL OR owner = ?) RETURNING run_id",
                 (
                     status,
                     now,
                     json.dumps(result) if result is not None else None,
                     json.dumps(error) if error is not None else None,
                     task_id,
+                    self.owner,
                 ),
             )
             if row is None:
@@ -460,10 +570,10 @@ class TaskStore(ABC):
         while True:
             with self._tx() as db:
                 inserted = db.one(
-                    'INSERT INTO idempotency ("user", key, request_hash, state, created_at)'
-                    " VALUES (?, ?, ?, 'creating', ?)"
+                    'INSERT INTO idempotency ("user", key, request_hash, state, created_at,'
+                    " owner) VALUES (?, ?, ?, 'creating', ?, ?)"
                     ' ON CONFLICT ("user", key) DO NOTHING RETURNING key',
-                    (user, key, request_hash, time.time()),
+                    (user, key, request_hash, time.time(), self.owner),
                 )
                 if inserted is not None:
                     return IdemClaim("new")
@@ -489,10 +599,6 @@ class TaskStore(ABC):
             "DELETE FROM idempotency WHERE \"user\" = ? AND key = ? AND state = 'creating'",
             (user, key),
         )
-
-    def idem_clear_stale(self) -> int:
-        """At startup: claims left 'creating' died with the previous process."""
-        return self._write("DELETE FROM idempotency WHERE state = 'creating'")
 
     # ----------------------------------------------------------------- runs
     def register_run(self, run_id: str, user: str, question: str, kind: str = "answer") -> None:
@@ -522,9 +628,9 @@ class TaskStore(ABC):
     def create_source_job(self, source: str, user: str) -> SourceJob:
         job_id = new_id("job")
         self._write(
-            'INSERT INTO source_jobs (id, source, "user", status, created_at)'
-            " VALUES (?, ?, ?, 'queued', ?)",
-            (job_id, source, user, time.time()),
+            'INSERT INTO source_jobs (id, source, "user", status, created_at, owner)'
+            " VALUES (?, ?, ?, 'queued', ?, ?)",
+            (job_id, source, user, time.time(), self.owner),
         )
         job = self.get_source_job(job_id)
         assert job is not None
@@ -555,14 +661,6 @@ class TaskStore(ABC):
                 time.time(),
                 job_id,
             ),
-        )
-
-    def fail_interrupted_source_jobs(self) -> int:
-        return self._write(
-            "UPDATE source_jobs SET status = 'failed', finished_at = ?,"
-            " error = 'interrupted by a server restart; sync again'"
-            " WHERE status IN ('queued', 'running')",
-            (time.time(),),
         )
 
     def get_source_job(self, job_id: str) -> SourceJob | None:
@@ -639,6 +737,8 @@ class SqliteTaskStore(TaskStore):
     """Every write is one ``BEGIN IMMEDIATE`` transaction under a process lock, which
     serialises writers (so claims and event sequence ids need no extra locking)."""
 
+    exclusive: ClassVar[bool] = True  # one service process per file
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
@@ -649,6 +749,11 @@ class SqliteTaskStore(TaskStore):
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
+        for table, column, decl in ADDED_COLUMNS:
+            have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        super().__init__()
 
     def close(self) -> None:
         with self._lock:

@@ -1,10 +1,14 @@
 """A bounded pool of in-process workers that run research tasks from the task store.
 
-Restart safety: a task is ``running`` in the database while a worker holds it. If the
-process dies, the next start moves such tasks back to the queue flagged ``resume``, and
-the worker that claims them calls ``Researcher.resume(run_id)``, which continues from
-the last LangGraph checkpoint. Webhook deliveries left pending are restarted too, with
-the same webhook id (the receiver deduplicates on it).
+Restart safety: a task is ``running`` in the database while a worker holds it, under the
+store's ``owner`` (one per process), whose lease the pool renews every few seconds. If the
+process dies, its tasks go back to the queue flagged ``resume`` (at the next start on
+SQLite, which one process has to itself; once the lease lapses on a shared Postgres
+database, taken back by any process), and the worker that claims them calls
+``Researcher.resume(run_id)``, which continues from the last LangGraph checkpoint. A
+process that finds, at a heartbeat, that a task it runs was taken back (it stalled past its
+lease) stops running it and records nothing more for it. Webhook deliveries left pending
+are restarted too, with the same webhook id (the receiver deduplicates on it).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from api.auth import KeyRing
 from api.events import done_data, run_failed_data
 from api.logging import bound
 from api.schemas import TaskProgress, TaskRequest, WebhookDelivery
-from api.tasks.store import TaskStore
+from api.tasks.store import Recovered, TaskStore
 from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, TraceEvent
 from graph.runner import UnknownRun
@@ -83,8 +87,13 @@ class WorkerPool:
         keys: KeyRing,
         workers: int,
         feed: ChangeFeed | None = None,
+        lease_s: float = 30.0,
     ) -> None:
         self.tasks = tasks
+        self.lease_s = lease_s
+        # Renewed well inside the lease, and often enough that a cancel asked of another
+        # process is read within a few seconds.
+        self.heartbeat_s = min(lease_s / 3, 5.0)
         self.researcher = researcher
         self.sender = sender
         self.keys = keys
@@ -94,19 +103,19 @@ class WorkerPool:
         self._workers: list[asyncio.Task[None]] = []
         self._running: dict[str, asyncio.Task[ResearchResult]] = {}
         self._cancel_requested: set[str] = set()
+        self._lost: set[str] = set()  # taken back by another process while running here
+        self._heartbeat: asyncio.Task[None] | None = None
         self._settled: dict[str, asyncio.Event] = {}
         self._deliveries: set[asyncio.Task[None]] = set()
         self._stopping = False
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        requeued = self.tasks.requeue_interrupted()
-        stale = self.tasks.idem_clear_stale()
-        if requeued or stale:
-            log.info(
-                "recovered after restart",
-                extra={"requeued_tasks": requeued, "stale_idempotency_keys": stale},
-            )
+        self.tasks.heartbeat(self.lease_s)
+        recovered = self.tasks.recover(exclusive=self.tasks.exclusive)
+        if recovered:
+            log.info("recovered after restart", extra=_recovered_fields(recovered))
+        self._heartbeat = asyncio.create_task(self._keep_lease(), name="waypoint-lease")
         for task_id in self.tasks.pending_webhooks():
             self._spawn_delivery(task_id)
         self._workers = [
@@ -116,13 +125,48 @@ class WorkerPool:
         self._wake.set()
 
     async def stop(self) -> None:
-        # Running tasks stay "running" in the store: the next start resumes them from
-        # their checkpoints, exactly as after a crash.
+        # Running tasks go back to the queue marked to resume: this or another process
+        # continues them from their checkpoints, as after a crash, without waiting for
+        # the lease to lapse.
         self._stopping = True
-        for t in [*self._workers, *self._deliveries]:
+        background = [*self._workers, *self._deliveries]
+        if self._heartbeat is not None:
+            background.append(self._heartbeat)
+        for t in background:
             t.cancel()
-        await asyncio.gather(*self._workers, *self._deliveries, return_exceptions=True)
+        await asyncio.gather(*background, return_exceptions=True)
         self._workers.clear()
+        self._heartbeat = None
+        released = self.tasks.release()
+        if released:
+            log.info("running tasks released for resumption", extra={"tasks": released})
+
+    async def _keep_lease(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                self.tasks.heartbeat(self.lease_s)
+                recovered = self.tasks.recover()
+                owned = self.tasks.owned_running()
+            except Exception:  # the database is unreachable now: logged, tried again next beat
+                log.exception("task lease not renewed")
+                continue
+            if recovered:
+                log.info("took back work of a stopped process", extra=_recovered_fields(recovered))
+                self._wake.set()
+            for task_id, runner in list(self._running.items()):
+                if runner.done():
+                    continue  # finished: its worker is recording the outcome
+                if task_id not in owned:
+                    log.warning(
+                        "task taken back by another process (this one missed its lease)",
+                        extra={"task_id": task_id},
+                    )
+                    self._lost.add(task_id)
+                    runner.cancel()
+                elif owned[task_id] and task_id not in self._cancel_requested:
+                    self._cancel_requested.add(task_id)  # asked of this process elsewhere
+                    runner.cancel()
 
     def notify(self) -> None:
         self._wake.set()
@@ -142,6 +186,15 @@ class WorkerPool:
             # Return once the worker has recorded the cancellation (bounded wait).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(settled.wait(), 10.0)
+            return True
+        if self.tasks.request_cancel(task_id):  # running in another process
+            # Its owner reads the request at its next heartbeat (bounded wait).
+            deadline = time.monotonic() + 10.0 + self.heartbeat_s
+            while time.monotonic() < deadline:
+                row = self.tasks.task_row(task_id)
+                if row is None or row["status"] != "running":
+                    break
+                await asyncio.sleep(0.2)
             return True
         return False
 
@@ -202,23 +255,28 @@ class WorkerPool:
         try:
             result = await runner
         except asyncio.CancelledError:
+            if task_id in self._lost:
+                self._lost.discard(task_id)  # its new owner runs it now: nothing to record
+                return
             if task_id not in self._cancel_requested:
-                raise  # the pool is stopping: the task stays running and resumes later
+                raise  # the pool is stopping: the task is released and resumes later
             self._cancel_requested.discard(task_id)
-            self.tasks.finish(
+            if self.tasks.finish(
                 task_id,
                 "cancelled",
                 error={"code": "cancelled", "message": "cancelled by the caller"},
-            )
-            await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
-            log.info("task cancelled")
+            ):
+                await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
+                log.info("task cancelled")
         except Exception as exc:  # recorded on the task and logged with its traceback
             log.exception("task failed")
             err = run_failed_data(exc)
-            self.tasks.finish(task_id, "failed", error=err)
-            await self._event(task_id, "error", err)
+            if self.tasks.finish(task_id, "failed", error=err):
+                await self._event(task_id, "error", err)
         else:
-            self.tasks.finish(task_id, "succeeded", result=result.model_dump(mode="json"))
+            if not self.tasks.finish(task_id, "succeeded", result=result.model_dump(mode="json")):
+                log.warning("task finished here after another process took it back")
+                return
             progress.round = max(progress.round, result.rounds)
             progress.tool_calls = max(progress.tool_calls, result.tool_calls)
             progress.evidence = max(progress.evidence, len(result.evidence))
@@ -287,3 +345,11 @@ class WorkerPool:
                 first_attempt=first,
             )
             self.tasks.set_webhook_state(task_id, "delivered" if ok else "failed")
+
+
+def _recovered_fields(recovered: Recovered) -> dict[str, int]:
+    return {
+        "requeued_tasks": recovered.tasks,
+        "stale_idempotency_keys": recovered.idempotency_keys,
+        "failed_source_jobs": recovered.source_jobs,
+    }

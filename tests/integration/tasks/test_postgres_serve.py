@@ -39,6 +39,9 @@ def test_killed_server_on_postgres_resumes_task_and_webhook_arrives_once(
         "WAYPOINT_TASK_WORKERS": "1",
         "WAYPOINT_TASKS_URL": pg_url,
         "WAYPOINT_CHECKPOINT_URL": pg_url,
+        # A shared database: the killed process's tasks are taken back once its lease
+        # lapses (seconds here; 30 by default).
+        "WAYPOINT_TASK_LEASE_S": "3",
     }
     srv = Server(home, tmp_path, **env).start()
     tasks = post_tasks_and_kill_mid_run(srv, receiver)

@@ -211,7 +211,7 @@ def test_webhook_id_fixed_and_delivery_log(store: TaskStore) -> None:
 
 
 # -------------------------------------------------------------------- idempotency
-def test_idempotency_claims(store: TaskStore) -> None:
+def test_idempotency_claims(store: TaskStore, store_url: str) -> None:
     assert store.idem_begin("ana", "k1", "h1").outcome == "new"
     assert store.idem_begin("ana", "k1", "h1").outcome == "in_flight"
     assert store.idem_begin("ana", "k1", "h2").outcome == "mismatch"
@@ -227,8 +227,14 @@ def test_idempotency_claims(store: TaskStore) -> None:
     assert store.idem_begin("ana", "k2", "other").outcome == "new"
     store.idem_abandon("ana", "k1")
     assert store.idem_begin("ana", "k1", "h1").outcome == "replay"
-    # at startup, claims still 'creating' died with the old process
-    assert store.idem_clear_stale() == 2  # ana/k2 and bob/k1
+    # claims still 'creating' are freed once their owner is gone, never while it lives
+    other = TaskStore.open(store_url)
+    try:
+        store.heartbeat(60)
+        assert other.recover().idempotency_keys == 0
+        assert other.recover(exclusive=True).idempotency_keys == 2  # ana/k2 and bob/k1
+    finally:
+        other.close()
     assert store.idem_begin("bob", "k1", "h9").outcome == "new"
 
 
@@ -245,7 +251,7 @@ def test_restart_recovery(store: TaskStore, store_url: str) -> None:
     # "crash": a new store on the same URL sees everything and recovers
     again = TaskStore.open(store_url)
     try:
-        assert again.requeue_interrupted() == 1
+        assert again.recover(exclusive=True).tasks == 1
         row = again.claim_next()
         assert row is not None and row["id"] == running.id and row["resume"] == 1
         again.mark_resumed(running.id)
@@ -261,6 +267,72 @@ def test_restart_recovery(store: TaskStore, store_url: str) -> None:
         again.close()
 
 
+def test_work_of_an_owner_whose_lease_lapsed_is_taken_back(store_url: str) -> None:
+    a, b = TaskStore.open(store_url), TaskStore.open(store_url)  # two processes
+    try:
+        task = a.create_task("ana", "kA", REQ, None)
+        a.heartbeat(60)
+        b.heartbeat(60)
+        claimed = a.claim_next()
+        assert claimed is not None and claimed["id"] == task.id
+        assert a.idem_begin("ana", "k", "h").outcome == "new"
+        job = a.create_source_job("wiki", "ana")
+        assert not b.recover()  # a's lease holds: nothing of it is taken
+        assert a.owned_running() == {task.id: False}
+        # b cannot cancel a's run itself: it asks, and a reads it at its next heartbeat
+        assert b.request_cancel(task.id) and a.owned_running() == {task.id: True}
+        a.heartbeat(-1)  # a stopped renewing: its lease has lapsed
+        got = b.recover()
+        assert (got.tasks, got.idempotency_keys, got.source_jobs) == (1, 1, 1)
+        row = b.claim_next()
+        assert row is not None and row["id"] == task.id and row["resume"] == 1
+        assert row["cancel_requested"] == 0  # the request was a's to act on
+        assert a.owned_running() == {}
+        assert a.finish(task.id, "succeeded", result=result_for(task.run_id)) is False
+        assert b.finish(task.id, "succeeded", result=result_for(task.run_id)) is True
+        failed = b.get_source_job(job.id)
+        assert failed is not None and failed.status == "failed"
+        assert b.idem_begin("ana", "k", "h").outcome == "new"
+        # a clean stop hands its running tasks back at once, marked to resume
+        second = a.create_task("ana", "kA", REQ, None)
+        held = b.claim_next()
+        assert held is not None and held["id"] == second.id
+        assert b.release() == 1
+        again = a.claim_next()
+        assert again is not None and again["id"] == second.id and again["resume"] == 1
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_database_from_before_leases_gets_the_new_columns(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE tasks (id TEXT PRIMARY KEY, user TEXT NOT NULL, key_id TEXT NOT NULL,"
+        " status TEXT NOT NULL, request TEXT NOT NULL, run_id TEXT NOT NULL,"
+        " created_at REAL NOT NULL, started_at REAL, finished_at REAL,"
+        " progress TEXT NOT NULL DEFAULT '{}', result TEXT, error TEXT,"
+        " resume INTEGER NOT NULL DEFAULT 0, resumed INTEGER NOT NULL DEFAULT 0,"
+        " webhook_url TEXT, webhook_state TEXT NOT NULL DEFAULT 'none', webhook_id TEXT,"
+        " webhook_body TEXT);"
+        "INSERT INTO tasks (id, user, key_id, status, request, run_id, created_at)"
+        """ VALUES ('task_old', 'ana', 'kA', 'running', '{"question": "q"}', 'run_old', 1.0);"""
+    )
+    db.commit()
+    db.close()
+    store = TaskStore.open(f"sqlite:///{path}")
+    try:
+        # a task left running by the old version has no owner: taken back at start-up
+        assert store.recover(exclusive=True).tasks == 1
+        row = store.claim_next()
+        assert row is not None and row["id"] == "task_old" and row["owner"] == store.owner
+    finally:
+        store.close()
+
+
 # ---------------------------------------------------------------- runs and jobs
 def test_runs_registry(store: TaskStore) -> None:
     store.register_run("run_a", "ana", "q1")
@@ -274,7 +346,7 @@ def test_runs_registry(store: TaskStore) -> None:
     assert store.list_runs("bob") == []
 
 
-def test_source_jobs(store: TaskStore) -> None:
+def test_source_jobs(store: TaskStore, store_url: str) -> None:
     job = store.create_source_job("wiki", "ana")
     assert job.status == "queued" and job.finished_at is None
     assert store.active_source_job("wiki") == job.id
@@ -285,9 +357,14 @@ def test_source_jobs(store: TaskStore) -> None:
     assert got.failures == ["a.md: bad"] and got.finished_at is not None
     assert store.active_source_job("wiki") is None
     other = store.create_source_job("tickets", "ana")
-    assert store.fail_interrupted_source_jobs() == 1
+    after_restart = TaskStore.open(store_url)  # the process that started it is gone
+    try:
+        assert after_restart.recover(exclusive=True).source_jobs == 1
+    finally:
+        after_restart.close()
     failed = store.get_source_job(other.id)
-    assert failed is not None and failed.status == "failed" and "restart" in (failed.error or "")
+    assert failed is not None and failed.status == "failed"
+    assert "server running it stopped" in (failed.error or "")
     assert store.get_source_job("job_missing") is None
 
 
@@ -373,3 +450,9 @@ test_pg_service_cap_on_active_tasks_per_key = unit.test_cap_on_active_tasks_per_
 test_pg_service_cancel_running_task = unit.test_cancel_running_task
 test_pg_service_restart_resumes_running_task = unit.test_restart_resumes_running_task
 test_pg_service_webhook_signed_retried_same_id = unit.test_webhook_signed_retried_same_id
+test_pg_service_cancel_across_processes = (
+    unit.test_a_task_running_in_another_process_is_cancelled_through_the_store
+)
+test_pg_service_task_taken_back_from_a_stalled_process = (
+    unit.test_a_task_taken_back_from_a_stalled_process_finishes_once_elsewhere
+)

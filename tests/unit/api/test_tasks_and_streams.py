@@ -10,7 +10,22 @@ import httpx
 import pytest
 
 from api import webhooks
-from tests.unit.api.conftest import AUTH_A, AUTH_B, SECRET, Harness, _client_for
+from api.auth import KeyRing, key_digest
+from api.settings import ApiSettings
+from api.tasks.store import TaskStore
+from api.tasks.workers import WorkerPool
+from api.webhooks import WebhookSender
+from tests.unit.api.conftest import (
+    AUTH_A,
+    AUTH_B,
+    SECRET,
+    FakeResearcher,
+    Harness,
+    _client_for,
+)
+
+REQ = {"question": "q"}
+ANA_KEY_ID = key_digest("keyA")[:12]  # how a task names the key that created it
 
 
 def parse_sse(text: str) -> list[dict[str, Any]]:
@@ -180,6 +195,88 @@ async def test_restart_resumes_running_task(harness: Harness, researcher) -> Non
         done = await wait_status(client, task["id"], {"succeeded"})
         assert researcher.resumed == [task["run_id"]]
         assert done["resumed"] == 1
+
+
+# ------------------------------------------- two service processes, one task store
+class Process:
+    """A service process's task side: its own store object (owner) and worker pool."""
+
+    def __init__(self, settings: ApiSettings, researcher: FakeResearcher, workers: int) -> None:
+        self.store = TaskStore.open(settings.resolved_tasks_url())
+        sender = WebhookSender(
+            timeout_s=1, max_attempts=1, backoff_initial_s=0, backoff_max_s=0, allow_private=True
+        )
+        keys = KeyRing.from_file(settings.auth_file)
+        # A short lease: heartbeats every 1/3 s.
+        self.pool = WorkerPool(self.store, researcher, sender, keys, workers, lease_s=1.0)
+
+    async def stop(self) -> None:
+        await self.pool.stop()
+        self.store.close()
+
+
+async def wait_row(store: TaskStore, task_id: str, status: str) -> Any:
+    for _ in range(500):
+        row = store.task_row(task_id)
+        if row is not None and row["status"] == status:
+            return row
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"task {task_id} never reached {status}")
+
+
+async def test_a_task_running_in_another_process_is_cancelled_through_the_store(
+    settings: ApiSettings, researcher: FakeResearcher
+) -> None:
+    researcher.gate = asyncio.Event()  # the run blocks until cancelled
+    runner, api_only = Process(settings, researcher, 1), Process(settings, researcher, 0)
+    await runner.pool.start()
+    await api_only.pool.start()
+    try:
+        task = api_only.store.create_task("ana", ANA_KEY_ID, REQ, None)
+        runner.pool.notify()
+        await asyncio.wait_for(researcher.started.wait(), 5)
+        # Not running here: the request goes through the store, and the runner's next
+        # heartbeat cancels its run.
+        assert await api_only.pool.cancel(task.id) is True
+        row = api_only.store.task_row(task.id)
+        assert row["status"] == "cancelled"
+        events = [e["type"] for e in api_only.store.events_after(task.id, 0)]
+        assert events[-1] == "error"
+    finally:
+        await api_only.stop()
+        await runner.stop()
+
+
+async def test_a_task_taken_back_from_a_stalled_process_finishes_once_elsewhere(
+    settings: ApiSettings, researcher: FakeResearcher
+) -> None:
+    researcher.gate = asyncio.Event()  # the first process's run never finishes on its own
+    stalled = Process(settings, researcher, 1)
+    await stalled.pool.start()
+    other = Process(settings, researcher, 1)
+    try:
+        task = stalled.store.create_task("ana", ANA_KEY_ID, REQ, None)
+        stalled.pool.notify()
+        await asyncio.wait_for(researcher.started.wait(), 5)
+        # The other process judges the first one gone (as it would once the lease lapsed)
+        # and takes its running task back; it then resumes it to the end.
+        assert other.store.recover(exclusive=True).tasks == 1
+        await other.pool.start()
+        done = await wait_row(other.store, task.id, "succeeded")
+        assert done["owner"] == other.store.owner and done["resumed"] == 1
+        # The stalled process notices at its next heartbeat, stops its run and records
+        # nothing for it: one metadata event each, no error, one done.
+        for _ in range(300):
+            if not stalled.pool._running:
+                break
+            await asyncio.sleep(0.01)
+        assert not stalled.pool._running
+        types = [e["type"] for e in other.store.events_after(task.id, 0)]
+        assert types.count("metadata") == 2 and "error" not in types and types[-1] == "done"
+        assert other.store.task_row(task.id)["status"] == "succeeded"
+    finally:
+        await other.stop()
+        await stalled.stop()
 
 
 class Receiver:
