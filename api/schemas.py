@@ -141,7 +141,10 @@ class SearchRequest(SearchOptions):
 
 class SourceView(BaseModel):
     name: str
-    configured: bool = Field(description="has a connector in the sources file (can be synced)")
+    configured: bool | None = Field(
+        description="has a connector in the sources file (can be synced); null for a key "
+        "that may not sync"
+    )
     indexed: dict[str, Any] | None = Field(default=None, description="what the index holds")
 
 

@@ -18,23 +18,32 @@ router = APIRouter(prefix="/v1/sources", tags=["sources"])
     "", response_model=SourceList, operation_id="list_sources", responses=error_responses(401)
 )
 def list_sources(principal: PrincipalDep, services: ServicesDep) -> SourceList:
-    """What the index holds. A key that may sync (``sync_sources``) sees every source and
-    every configured connector; any other key sees only the sources holding a document its
-    groups may read, counted over those documents: a source's name and size say something
-    about documents the key may not read."""
+    """What the index holds. A key that may sync (``sync_sources``) sees every source, its
+    origin, projects and last sync, and every configured connector. Any other key sees only
+    the sources holding a document its groups may read, by name and counted over those
+    documents: the rest describes documents and connectors the key may not read."""
     operator = principal.sync_sources
     flt = None if operator else services.store.filter_for(principal.groups)
     indexed: dict[str, dict[str, Any]] = {}
     for info in services.store.sources(flt):
         data = asdict(info) if is_dataclass(info) and not isinstance(info, type) else dict(info)
+        if not operator:
+            data = {k: data[k] for k in _READER_FIELDS}
         indexed[data["name"]] = data
     configs = services.sources.configs
-    names = sorted({*indexed, *configs}) if operator else sorted(indexed)
+    if not operator:
+        return SourceList(
+            items=[SourceView(name=n, configured=None, indexed=indexed[n]) for n in sorted(indexed)]
+        )
     return SourceList(
         items=[
-            SourceView(name=n, configured=n in configs, indexed=indexed.get(n)) for n in names
+            SourceView(name=n, configured=n in configs, indexed=indexed.get(n))
+            for n in sorted({*indexed, *configs})
         ]
     )
+
+
+_READER_FIELDS = ("name", "documents", "records")  # what a key that may not sync sees
 
 
 @router.post(

@@ -19,7 +19,10 @@ What Postgres changes beyond the SQL dialect:
   (``TaskStore.heartbeat``), and any of them takes back the running tasks, idempotency
   claims and sync jobs of an owner whose lease lapsed (``TaskStore.recover``). A process
   starting up does not take back what another left running until that lease lapses
-  (SQLite, one process per file, takes it back at once).
+  (SQLite, one process per file, takes it back at once). Leases compare the hosts' wall
+  clocks, so the hosts keep them in sync (NTP): a skew near the lease would let a peer take
+  back live work. Work without an owner (rows from a version before leases) counts as
+  gone: stop every process of an older version before starting this one.
 """
 
 from __future__ import annotations
@@ -166,10 +169,17 @@ class PostgresTaskStore(TaskStore):
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         db.execute(statement.encode())
-                for table, column, decl in ADDED_COLUMNS:
-                    db.execute(
-                        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {decl}".encode()
+                # Looked up first: ALTER TABLE locks the table even when it adds nothing.
+                have = {
+                    (r["table_name"], r["column_name"])
+                    for r in db.execute(
+                        "SELECT table_name, column_name FROM information_schema.columns"
+                        " WHERE table_schema = current_schema()"
                     )
+                }
+                for table, column, decl in ADDED_COLUMNS:
+                    if (table, column) not in have:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}".encode())
         except BaseException:
             self._pool.close()
             raise

@@ -117,6 +117,10 @@ CREATE TABLE IF NOT EXISTS workers (
 );
 """
 
+_UNSENT_WEBHOOK = (
+    "webhook_state = 'pending' AND status IN ('succeeded', 'failed', 'cancelled')"
+)
+
 # Columns added after the first release, added to an older database when it is opened
 # (new ones get them the same way): who holds a running task, a sync job or an
 # idempotency claim (a store object's ``owner``), and a cancel asked of another process.
@@ -358,7 +362,7 @@ class TaskStore(ABC):
         with self._tx() as db:
             row = db.one(
                 "UPDATE tasks SET status = 'running', started_at = COALESCE(started_at, ?),"
-                " owner = ?, cancel_requested = 0"
+                " owner = ?"
                 " WHERE id = (SELECT id FROM tasks WHERE status = 'queued'"
                 f" ORDER BY created_at, id LIMIT 1{self._CLAIM_LOCK}) RETURNING *",
                 (time.time(), self.owner),
@@ -380,32 +384,50 @@ class TaskStore(ABC):
 
     def release(self) -> int:
         """A clean stop: this owner's running tasks go back to the queue (marked to resume)
-        for any process to take now, and its lease ends."""
+        and its unsent webhooks to no one, for any process to take now; its lease ends."""
         with self._tx() as db:
             n = db.rowcount(
                 "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL"
                 " WHERE status = 'running' AND owner = ?",
                 (self.owner,),
             )
+            db.rowcount(
+                f"UPDATE tasks SET owner = NULL WHERE owner = ? AND {_UNSENT_WEBHOOK}",
+                (self.owner,),
+            )
             db.rowcount("DELETE FROM workers WHERE owner = ?", (self.owner,))
         return n
+
+    def _gone(self, exclusive: bool, now: float) -> tuple[str, tuple[Any, ...]]:
+        """The SQL condition (and its arguments) on a row's ``owner`` that says its owner
+        is gone: its lease lapsed, or it never had one (a row from before leases); with
+        ``exclusive``, every owner but this one."""
+        if exclusive:
+            return "(owner IS NULL OR owner <> ?)", (self.owner,)
+        return (
+            "(owner IS NULL OR owner NOT IN (SELECT owner FROM workers WHERE lease_until >= ?))",
+            (now,),
+        )
+
+    def claim_webhooks(self, exclusive: bool = False) -> list[str]:
+        """The tasks whose webhook is still to be sent and whose owner is gone, made this
+        owner's to send (a live owner is sending its own)."""
+        gone, args = self._gone(exclusive, time.time())
+        with self._tx() as db:
+            rows = db.all(
+                f"UPDATE tasks SET owner = ? WHERE {_UNSENT_WEBHOOK} AND {gone} RETURNING id",
+                (self.owner, *args),
+            )
+        return [r["id"] for r in rows]
 
     def recover(self, exclusive: bool = False) -> Recovered:
         """Take back the work of owners that are gone: their running tasks are queued again
         (marked to resume from their checkpoints), their idempotency claims left
-        'creating' are freed and their sync jobs fail. Gone means: the owner's lease
-        lapsed (or it never had one: a row from before leases); with ``exclusive``, every
-        owner but this one (the process starting on a database it has to itself)."""
+        'creating' are freed and their sync jobs fail (see :meth:`_gone`; ``exclusive``
+        is for a process starting on a database it has to itself). A task asked to be
+        cancelled stays asked: its next claimant cancels it instead of resuming it."""
         now = time.time()
-        args: tuple[Any, ...]
-        if exclusive:
-            gone, args = "(owner IS NULL OR owner <> ?)", (self.owner,)
-        else:
-            gone = (
-                "(owner IS NULL OR owner NOT IN"
-                " (SELECT owner FROM workers WHERE lease_until >= ?))"
-            )
-            args = (now,)
+        gone, args = self._gone(exclusive, now)
         with self._tx() as db:
             tasks = db.rowcount(
                 "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL"
@@ -450,14 +472,14 @@ class TaskStore(ABC):
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
     ) -> bool:
-        """Set a terminal status unless the task already has one or another owner holds
-        it (its lease lapsed and another process took it back); True if this call did."""
+        """Set a terminal status on a task this owner is running; False (nothing written)
+        when it is not: it has finished already, or it was taken back (this owner's lease
+        lapsed) and is queued again or held by another process."""
         now = time.time()
         with self._tx() as db:
             row = db.one(
                 "UPDATE tasks SET status = ?, finished_at = ?, result = ?, error = ?"
-                " WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')"
-                " AND (owner IS NULL OR owner = ?) RETURNING run_id",
+                " WHERE id = ? AND status = 'running' AND owner = ? RETURNING run_id",
                 (
                     status,
                     now,
@@ -479,9 +501,9 @@ class TaskStore(ABC):
         now = time.time()
         with self._tx() as db:
             row = db.one(
-                "UPDATE tasks SET status = 'cancelled', finished_at = ? WHERE id = ?"
+                "UPDATE tasks SET status = 'cancelled', finished_at = ?, owner = ? WHERE id = ?"
                 " AND status = 'queued' RETURNING run_id",
-                (now, task_id),
+                (now, self.owner, task_id),
             )
             if row is not None:
                 db.rowcount(
@@ -490,9 +512,13 @@ class TaskStore(ABC):
                 )
         return row is not None
 
-    def set_progress(self, task_id: str, progress: TaskProgress) -> None:
-        self._write(
-            "UPDATE tasks SET progress = ? WHERE id = ?", (progress.model_dump_json(), task_id)
+    def set_progress(self, task_id: str, progress: TaskProgress) -> bool:
+        """Record a running task's progress; False if this owner no longer runs it."""
+        return bool(
+            self._write(
+                "UPDATE tasks SET progress = ? WHERE id = ? AND status = 'running' AND owner = ?",
+                (progress.model_dump_json(), task_id, self.owner),
+            )
         )
 
     # --------------------------------------------------------------- events
@@ -554,8 +580,7 @@ class TaskStore(ABC):
 
     def pending_webhooks(self) -> list[str]:
         rows = self._all(
-            "SELECT id FROM tasks WHERE webhook_state = 'pending'"
-            " AND status IN ('succeeded', 'failed', 'cancelled') ORDER BY finished_at"
+            f"SELECT id FROM tasks WHERE {_UNSENT_WEBHOOK} ORDER BY finished_at"
         )
         return [r["id"] for r in rows]
 

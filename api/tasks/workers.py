@@ -116,7 +116,7 @@ class WorkerPool:
         if recovered:
             log.info("recovered after restart", extra=_recovered_fields(recovered))
         self._heartbeat = asyncio.create_task(self._keep_lease(), name="waypoint-lease")
-        for task_id in self.tasks.pending_webhooks():
+        for task_id in self.tasks.claim_webhooks(exclusive=self.tasks.exclusive):
             self._spawn_delivery(task_id)
         self._workers = [
             asyncio.create_task(self._worker(i), name=f"waypoint-worker-{i}")
@@ -137,46 +137,61 @@ class WorkerPool:
         await asyncio.gather(*background, return_exceptions=True)
         self._workers.clear()
         self._heartbeat = None
-        released = self.tasks.release()
+        try:
+            released = self.tasks.release()
+        except Exception:  # the database is down: the lease lapses and peers take them back
+            log.exception("running tasks not released at stop")
+            return
         if released:
             log.info("running tasks released for resumption", extra={"tasks": released})
 
     async def _keep_lease(self) -> None:
+        renewed = time.monotonic()
         while True:
             await asyncio.sleep(self.heartbeat_s)
             try:
                 self.tasks.heartbeat(self.lease_s)
+                renewed = time.monotonic()
                 recovered = self.tasks.recover()
+                webhooks = self.tasks.claim_webhooks()
                 owned = self.tasks.owned_running()
             except Exception:  # the database is unreachable now: logged, tried again next beat
                 log.exception("task lease not renewed")
+                if time.monotonic() - renewed > self.lease_s:
+                    # Peers may have taken these back by now: stop before running them twice.
+                    self._drop_runs(set(self._running), "its lease lapsed while unreachable")
                 continue
             if recovered:
                 log.info("took back work of a stopped process", extra=_recovered_fields(recovered))
                 self._wake.set()
+            for task_id in webhooks:
+                self._spawn_delivery(task_id)
+            self._drop_runs(
+                {t for t in self._running if t not in owned}, "taken back by another process"
+            )
             for task_id, runner in list(self._running.items()):
-                if runner.done():
-                    continue  # finished: its worker is recording the outcome
-                if task_id not in owned:
-                    log.warning(
-                        "task taken back by another process (this one missed its lease)",
-                        extra={"task_id": task_id},
-                    )
-                    self._lost.add(task_id)
-                    runner.cancel()
-                elif owned[task_id] and task_id not in self._cancel_requested:
-                    self._cancel_requested.add(task_id)  # asked of this process elsewhere
-                    runner.cancel()
+                if owned.get(task_id) and task_id not in self._cancel_requested:
+                    if not runner.done():
+                        self._cancel_requested.add(task_id)  # asked of this process elsewhere
+                        runner.cancel()
+
+    def _drop_runs(self, task_ids: set[str], why: str) -> None:
+        """Stop running these tasks here, recording nothing more for them: another process
+        holds (or will hold) them."""
+        for task_id in task_ids:
+            runner = self._running.get(task_id)
+            if runner is None or runner.done():
+                continue  # finished: its worker is recording the outcome
+            log.warning("task no longer run here: " + why, extra={"task_id": task_id})
+            self._lost.add(task_id)
+            runner.cancel()
 
     def notify(self) -> None:
         self._wake.set()
 
     async def cancel(self, task_id: str) -> bool:
         """Cancel a queued or running task; False if it already finished."""
-        if self.tasks.cancel_queued(task_id):
-            await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
-            await self.feed.notify()
-            self._spawn_delivery_if_needed(task_id)
+        if await self._cancel_queued(task_id):
             return True
         running = self._running.get(task_id)
         if running is not None:
@@ -188,26 +203,45 @@ class WorkerPool:
                 await asyncio.wait_for(settled.wait(), 10.0)
             return True
         if self.tasks.request_cancel(task_id):  # running in another process
-            # Its owner reads the request at its next heartbeat (bounded wait).
+            # Its owner reads the request at its next heartbeat (bounded wait). Should the
+            # owner stop first, the task is queued again, still asked to cancel: cancel it
+            # here (else its next claimant does).
             deadline = time.monotonic() + 10.0 + self.heartbeat_s
             while time.monotonic() < deadline:
                 row = self.tasks.task_row(task_id)
                 if row is None or row["status"] != "running":
                     break
                 await asyncio.sleep(0.2)
+            await self._cancel_queued(task_id)
             return True
         return False
+
+    async def _cancel_queued(self, task_id: str) -> bool:
+        if not self.tasks.cancel_queued(task_id):
+            return False
+        await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
+        await self.feed.notify()
+        self._spawn_delivery_if_needed(task_id)
+        return True
 
     # -------------------------------------------------------------- workers
     async def _worker(self, index: int) -> None:
         while not self._stopping:
-            row = self.tasks.claim_next()
+            try:
+                row = self.tasks.claim_next()
+            except Exception:  # the database is unreachable now: logged, tried again
+                log.exception("could not claim a task")
+                row = None
             if row is None:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=2.0)
                 continue
             with bound(task_id=row["id"], run_id=row["run_id"]):
+                if row["cancel_requested"]:  # asked while another process ran it
+                    await self._finish_cancelled(row["id"])
+                    self._spawn_delivery_if_needed(row["id"])
+                    continue
                 await self._execute(row)
 
     async def _event(self, task_id: str, etype: str, data: dict[str, Any], **kw: Any) -> int:
@@ -229,8 +263,12 @@ class WorkerPool:
             if event.type in ("metadata", "done", "error"):
                 return  # the task's own metadata / done / error events frame the stream
             progress = _progress_from(progress, event)
+            if not self.tasks.set_progress(task_id, progress):
+                # Taken back while running here: another process runs it now.
+                # (Events may come from LangGraph's node tasks: the run's own task is cancelled.)
+                self._drop_runs({task_id}, "taken back by another process")
+                return
             self.tasks.append_event(task_id, event.model_dump(mode="json", exclude={"seq"}))
-            self.tasks.set_progress(task_id, progress)
             await self.feed.notify()
 
         await self._event(
@@ -261,35 +299,37 @@ class WorkerPool:
             if task_id not in self._cancel_requested:
                 raise  # the pool is stopping: the task is released and resumes later
             self._cancel_requested.discard(task_id)
-            if self.tasks.finish(
-                task_id,
-                "cancelled",
-                error={"code": "cancelled", "message": "cancelled by the caller"},
-            ):
-                await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
-                log.info("task cancelled")
+            await self._finish_cancelled(task_id)
         except Exception as exc:  # recorded on the task and logged with its traceback
             log.exception("task failed")
             err = run_failed_data(exc)
             if self.tasks.finish(task_id, "failed", error=err):
                 await self._event(task_id, "error", err)
         else:
-            if not self.tasks.finish(task_id, "succeeded", result=result.model_dump(mode="json")):
-                log.warning("task finished here after another process took it back")
-                return
             progress.round = max(progress.round, result.rounds)
             progress.tool_calls = max(progress.tool_calls, result.tool_calls)
             progress.evidence = max(progress.evidence, len(result.evidence))
             self.tasks.set_progress(task_id, progress)
+            if not self.tasks.finish(task_id, "succeeded", result=result.model_dump(mode="json")):
+                log.warning("task finished here after another process took it back")
+                return
             await self._event(task_id, "done", done_data(result))
             log.info("task succeeded", extra={"rounds": result.rounds})
         finally:
             self._running.pop(task_id, None)
+            self._lost.discard(task_id)
             settled = self._settled.pop(task_id, None)
             if settled is not None:
                 settled.set()
         await self.feed.notify()
         self._spawn_delivery_if_needed(task_id)
+
+    async def _finish_cancelled(self, task_id: str) -> None:
+        if self.tasks.finish(
+            task_id, "cancelled", error={"code": "cancelled", "message": "cancelled by the caller"}
+        ):
+            await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
+            log.info("task cancelled")
 
     def _groups_for(self, row: Any) -> list[str]:
         principal = self.keys.by_key_id(row["key_id"])

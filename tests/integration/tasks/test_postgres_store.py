@@ -286,13 +286,23 @@ def test_work_of_an_owner_whose_lease_lapsed_is_taken_back(store_url: str) -> No
         assert (got.tasks, got.idempotency_keys, got.source_jobs) == (1, 1, 1)
         row = b.claim_next()
         assert row is not None and row["id"] == task.id and row["resume"] == 1
-        assert row["cancel_requested"] == 0  # the request was a's to act on
+        assert row["cancel_requested"] == 1  # still asked: the claimant cancels it (the pool)
         assert a.owned_running() == {}
+        # a's late writes are refused: no progress, no finish
+        assert a.set_progress(task.id, TaskProgress(round=9)) is False
         assert a.finish(task.id, "succeeded", result=result_for(task.run_id)) is False
         assert b.finish(task.id, "succeeded", result=result_for(task.run_id)) is True
         failed = b.get_source_job(job.id)
         assert failed is not None and failed.status == "failed"
         assert b.idem_begin("ana", "k", "h").outcome == "new"
+        # an unsent webhook is its owner's to send while it lives, then anyone's
+        hooked = a.create_task("ana", "kA", REQ, "http://127.0.0.1:9/hook")
+        a.heartbeat(60)
+        assert b.claim_next() is not None and b.finish(hooked.id, "succeeded") is True
+        assert a.claim_webhooks() == [] and b.claim_webhooks() == []  # b lives: b sends it
+        b.heartbeat(-1)
+        assert a.claim_webhooks() == [hooked.id] and a.claim_webhooks() == []
+        b.heartbeat(60)
         # a clean stop hands its running tasks back at once, marked to resume
         second = a.create_task("ana", "kA", REQ, None)
         held = b.claim_next()
@@ -455,4 +465,7 @@ test_pg_service_cancel_across_processes = (
 )
 test_pg_service_task_taken_back_from_a_stalled_process = (
     unit.test_a_task_taken_back_from_a_stalled_process_finishes_once_elsewhere
+)
+test_pg_service_cancel_kept_across_a_stop = (
+    unit.test_a_cancel_asked_of_a_process_that_stops_first_is_kept_by_the_next
 )

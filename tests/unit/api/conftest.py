@@ -70,7 +70,7 @@ class FakeStore:
 
     def sources(self, flt: SearchFilter | None = None) -> list[SourceInfo]:
         # "wiki" is public; "payroll" holds only documents of the "hr" group.
-        found = [SourceInfo("wiki", 2, 3, None, None, ["core"])]
+        found = [SourceInfo("wiki", 2, 3, "2026-11-30T09:00:00Z", "/srv/connectors/wiki", ["core"])]
         if flt is None or "hr" in (flt.acl_groups or ()):
             found.append(SourceInfo("payroll", 1, 1, None, None, []))
         return found

@@ -142,7 +142,13 @@ async def test_a_reader_lists_only_the_sources_it_may_read(client: httpx.AsyncCl
     # it (an operator's view), a reader outside hr does not learn its name or size.
     assert [s["name"] for s in operator] == ["payroll", "wiki"]
     assert [s["name"] for s in reader] == ["wiki"]
-    assert reader[0]["indexed"]["documents"] == 2
+    # A reader gets the name and counts only: not the server's connector path, the
+    # projects or the last sync, and not whether a connector is configured.
+    assert reader[0]["indexed"] == {"name": "wiki", "documents": 2, "records": 3}
+    assert reader[0]["configured"] is None
+    wiki = next(s for s in operator if s["name"] == "wiki")
+    assert wiki["indexed"]["origin"] == "/srv/connectors/wiki"
+    assert wiki["indexed"]["projects"] == ["core"] and wiki["configured"] is False
 
 
 def test_sync_permission_in_the_auth_file_must_be_a_real_boolean(tmp_path: Path) -> None:

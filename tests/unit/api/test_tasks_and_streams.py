@@ -247,6 +247,34 @@ async def test_a_task_running_in_another_process_is_cancelled_through_the_store(
         await runner.stop()
 
 
+async def test_a_cancel_asked_of_a_process_that_stops_first_is_kept_by_the_next(
+    settings: ApiSettings, researcher: FakeResearcher
+) -> None:
+    researcher.gate = asyncio.Event()
+    first = Process(settings, researcher, 1)
+    await first.pool.start()
+    task = first.store.create_task("ana", ANA_KEY_ID, REQ, None)
+    first.pool.notify()
+    await asyncio.wait_for(researcher.started.wait(), 5)
+    asker = TaskStore.open(settings.resolved_tasks_url())
+    try:
+        assert asker.request_cancel(task.id)
+        await first.stop()  # before its heartbeat read the request: the task is handed back
+        assert asker.task_row(task.id)["status"] == "queued"
+        second = Process(settings, researcher, 1)
+        await second.pool.start()
+        try:
+            cancelled = await wait_row(second.store, task.id, "cancelled")
+            assert researcher.resumed == []  # cancelled, not resumed
+            assert cancelled["owner"] == second.store.owner
+            events = [e["type"] for e in second.store.events_after(task.id, 0)]
+            assert events[-1] == "error"
+        finally:
+            await second.stop()
+    finally:
+        asker.close()
+
+
 async def test_a_task_taken_back_from_a_stalled_process_finishes_once_elsewhere(
     settings: ApiSettings, researcher: FakeResearcher
 ) -> None:
