@@ -240,6 +240,7 @@ class WorkerPool:
             with bound(task_id=row["id"], run_id=row["run_id"]):
                 if row["cancel_requested"]:  # asked while another process ran it
                     await self._finish_cancelled(row["id"])
+                    await self.feed.notify()
                     self._spawn_delivery_if_needed(row["id"])
                     continue
                 await self._execute(row)
