@@ -382,9 +382,16 @@ class TaskStore(ABC):
             (self.owner, now + lease_s, now, os.getpid(), socket.gethostname()),
         )
 
-    def release(self) -> int:
+    def release(self, task_id: str | None = None) -> int:
         """A clean stop: this owner's running tasks go back to the queue (marked to resume)
-        and its unsent webhooks to no one, for any process to take now; its lease ends."""
+        and its unsent webhooks to no one, for any process to take now; its lease ends.
+        With ``task_id``: only that task goes back (this process could not go on with it)."""
+        if task_id is not None:
+            return self._write(
+                "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL"
+                " WHERE id = ? AND status = 'running' AND owner = ?",
+                (task_id, self.owner),
+            )
         with self._tx() as db:
             n = db.rowcount(
                 "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL"

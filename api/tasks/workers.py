@@ -238,12 +238,25 @@ class WorkerPool:
                     await asyncio.wait_for(self._wake.wait(), timeout=2.0)
                 continue
             with bound(task_id=row["id"], run_id=row["run_id"]):
-                if row["cancel_requested"]:  # asked while another process ran it
-                    await self._finish_cancelled(row["id"])
-                    await self.feed.notify()
-                    self._spawn_delivery_if_needed(row["id"])
-                    continue
-                await self._execute(row)
+                try:
+                    await self._take(row)
+                except Exception:  # the store failed mid-task (a run's own error is recorded)
+                    log.exception("task handling failed: handing it back to the queue")
+                    self._hand_back(row["id"])
+
+    def _hand_back(self, task_id: str) -> None:
+        try:
+            self.tasks.release(task_id)
+        except Exception:  # still failing: the task goes back when this lease lapses
+            log.exception("task not handed back")
+
+    async def _take(self, row: Any) -> None:
+        if row["cancel_requested"]:  # asked while another process ran it
+            await self._finish_cancelled(row["id"])
+            await self.feed.notify()
+            self._spawn_delivery_if_needed(row["id"])
+            return
+        await self._execute(row)
 
     async def _event(self, task_id: str, etype: str, data: dict[str, Any], **kw: Any) -> int:
         row = self.tasks.task_row(task_id)

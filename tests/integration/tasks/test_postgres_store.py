@@ -24,7 +24,13 @@ import pytest
 
 from api.schemas import TaskProgress, WebhookDelivery
 from api.settings import ApiSettings
-from api.tasks.store import SqliteTaskStore, TaskStore, TasksUrlError, check_tasks_url
+from api.tasks.store import (
+    SqliteTaskStore,
+    TaskStore,
+    TasksUrlError,
+    check_tasks_url,
+    sqlite_path_from_url,
+)
 
 # The service-level cases, re-run below against Postgres: their fixtures and tests.
 from tests.unit.api import test_tasks_and_streams as unit
@@ -315,32 +321,58 @@ def test_work_of_an_owner_whose_lease_lapsed_is_taken_back(store_url: str) -> No
         b.close()
 
 
-def test_a_database_from_before_leases_gets_the_new_columns(tmp_path: Path) -> None:
-    import sqlite3
+# The tables that gained columns, as the release before leases made them (one DDL both
+# backends read: "user" quoted, DOUBLE PRECISION).
+_BEFORE_LEASES = [
+    'CREATE TABLE tasks (id TEXT PRIMARY KEY, "user" TEXT NOT NULL, key_id TEXT NOT NULL,'
+    " status TEXT NOT NULL, request TEXT NOT NULL, run_id TEXT NOT NULL,"
+    " created_at DOUBLE PRECISION NOT NULL, started_at DOUBLE PRECISION,"
+    " finished_at DOUBLE PRECISION, progress TEXT NOT NULL DEFAULT '{}', result TEXT,"
+    " error TEXT, resume INTEGER NOT NULL DEFAULT 0, resumed INTEGER NOT NULL DEFAULT 0,"
+    " webhook_url TEXT, webhook_state TEXT NOT NULL DEFAULT 'none', webhook_id TEXT,"
+    " webhook_body TEXT)",
+    'CREATE TABLE idempotency ("user" TEXT NOT NULL, key TEXT NOT NULL,'
+    " request_hash TEXT NOT NULL, state TEXT NOT NULL, task_id TEXT, response TEXT,"
+    ' created_at DOUBLE PRECISION NOT NULL, PRIMARY KEY ("user", key))',
+    'CREATE TABLE source_jobs (id TEXT PRIMARY KEY, source TEXT NOT NULL, "user" TEXT NOT NULL,'
+    " status TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,"
+    " finished_at DOUBLE PRECISION, report TEXT, failures TEXT, error TEXT)",
+    'INSERT INTO tasks (id, "user", key_id, status, request, run_id, created_at)'
+    """ VALUES ('task_old', 'ana', 'kA', 'running', '{"question": "q"}', 'run_old', 1.0)""",
+    'INSERT INTO idempotency ("user", key, request_hash, state, created_at)'
+    " VALUES ('ana', 'k', 'h', 'creating', 1.0)",
+    'INSERT INTO source_jobs (id, source, "user", status, created_at)'
+    " VALUES ('job_old', 'wiki', 'ana', 'running', 1.0)",
+]
 
-    path = tmp_path / "old.sqlite"
-    db = sqlite3.connect(path)
-    db.executescript(
-        "CREATE TABLE tasks (id TEXT PRIMARY KEY, user TEXT NOT NULL, key_id TEXT NOT NULL,"
-        " status TEXT NOT NULL, request TEXT NOT NULL, run_id TEXT NOT NULL,"
-        " created_at REAL NOT NULL, started_at REAL, finished_at REAL,"
-        " progress TEXT NOT NULL DEFAULT '{}', result TEXT, error TEXT,"
-        " resume INTEGER NOT NULL DEFAULT 0, resumed INTEGER NOT NULL DEFAULT 0,"
-        " webhook_url TEXT, webhook_state TEXT NOT NULL DEFAULT 'none', webhook_id TEXT,"
-        " webhook_body TEXT);"
-        "INSERT INTO tasks (id, user, key_id, status, request, run_id, created_at)"
-        """ VALUES ('task_old', 'ana', 'kA', 'running', '{"question": "q"}', 'run_old', 1.0);"""
-    )
-    db.commit()
-    db.close()
-    store = TaskStore.open(f"sqlite:///{path}")
+
+def test_a_database_from_before_leases_gets_the_new_columns(store_url: str) -> None:
+    if store_url.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store_url) as conn:
+            for statement in _BEFORE_LEASES:
+                conn.execute(statement.encode())
+    else:
+        import sqlite3
+
+        db = sqlite3.connect(sqlite_path_from_url(store_url))
+        for statement in _BEFORE_LEASES:
+            db.execute(statement)
+        db.commit()
+        db.close()
+    store = TaskStore.open(store_url)
     try:
-        # a task left running by the old version has no owner: taken back at start-up
-        assert store.recover(exclusive=True).tasks == 1
+        # work the old version left has no owner: taken back even by a lease-reading peer
+        store.heartbeat(60)
+        got = store.recover()
+        assert (got.tasks, got.idempotency_keys, got.source_jobs) == (1, 1, 1)
         row = store.claim_next()
         assert row is not None and row["id"] == "task_old" and row["owner"] == store.owner
+        assert row["cancel_requested"] == 0
     finally:
         store.close()
+    TaskStore.open(store_url).close()  # opening it again adds nothing and fails nothing
 
 
 # ---------------------------------------------------------------- runs and jobs

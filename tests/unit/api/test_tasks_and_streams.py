@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from typing import Any
 
 import httpx
@@ -15,6 +16,7 @@ from api.settings import ApiSettings
 from api.tasks.store import TaskStore
 from api.tasks.workers import WorkerPool
 from api.webhooks import WebhookSender
+from graph.models import Caller, RunOptions
 from tests.unit.api.conftest import (
     AUTH_A,
     AUTH_B,
@@ -305,6 +307,32 @@ async def test_a_task_taken_back_from_a_stalled_process_finishes_once_elsewhere(
     finally:
         await other.stop()
         await stalled.stop()
+
+
+async def test_a_store_failure_mid_task_hands_the_task_back_and_the_worker_goes_on(
+    settings: ApiSettings, researcher: FakeResearcher
+) -> None:
+    process = Process(settings, researcher, 1)
+    await process.pool.start()
+    real_append = process.store.append_event
+    failures = [sqlite3.OperationalError("database is locked")]
+
+    def flaky_append(task_id: str, event: dict[str, Any]) -> int:
+        if failures:
+            raise failures.pop()
+        return real_append(task_id, event)
+
+    process.store.append_event = flaky_append  # type: ignore[method-assign]
+    try:
+        task = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
+        researcher.inputs[task.run_id] = ("q", Caller(user="ana"), RunOptions())
+        process.pool.notify()
+        done = await wait_row(process.store, task.id, "succeeded")
+        # Its first event failed: handed back, claimed again and resumed by the same worker.
+        assert done["resumed"] == 1 and researcher.resumed == [task.run_id]
+        assert process.pool._workers and not any(w.done() for w in process.pool._workers)
+    finally:
+        await process.stop()
 
 
 class Receiver:
