@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_user ON tasks("user", created_at);
 CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status, created_at);
 CREATE INDEX IF NOT EXISTS tasks_key_active ON tasks(key_id, status);
+CREATE INDEX IF NOT EXISTS tasks_webhook ON tasks(webhook_state);
 CREATE TABLE IF NOT EXISTS task_events (
     task_id TEXT NOT NULL,
     seq INTEGER NOT NULL,

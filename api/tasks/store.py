@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_user ON tasks(user, created_at);
 CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status, created_at);
+CREATE INDEX IF NOT EXISTS tasks_webhook ON tasks(webhook_state);
 CREATE TABLE IF NOT EXISTS task_events (
     task_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -415,6 +416,12 @@ class TaskStore(ABC):
             "(owner IS NULL OR owner NOT IN (SELECT owner FROM workers WHERE lease_until >= ?))",
             (now,),
         )
+
+    def owned_unsent_webhooks(self) -> list[str]:
+        """The tasks whose webhook this owner is to send and has not sent yet."""
+        sql = f"SELECT id FROM tasks WHERE owner = ? AND {_UNSENT_WEBHOOK}"
+        rows = self._all(sql, (self.owner,))
+        return [r["id"] for r in rows]
 
     def claim_webhooks(self, exclusive: bool = False) -> list[str]:
         """The tasks whose webhook is still to be sent and whose owner is gone, made this

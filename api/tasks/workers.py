@@ -21,10 +21,12 @@ import time
 import uuid
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from api.auth import KeyRing
 from api.events import done_data, run_failed_data
 from api.logging import bound
-from api.schemas import TaskProgress, TaskRequest, WebhookDelivery
+from api.schemas import TERMINAL, TaskProgress, TaskRequest, WebhookDelivery
 from api.tasks.store import Recovered, TaskStore
 from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, TraceEvent
@@ -104,9 +106,13 @@ class WorkerPool:
         self._running: dict[str, asyncio.Task[ResearchResult]] = {}
         self._cancel_requested: set[str] = set()
         self._lost: set[str] = set()  # taken back by another process while running here
+        # Claimed by a worker here and not yet let go: a task this owner holds in the store
+        # but not here is orphaned (its run was dropped) and is handed back.
+        self._claimed: set[str] = set()
         self._heartbeat: asyncio.Task[None] | None = None
         self._settled: dict[str, asyncio.Event] = {}
         self._deliveries: set[asyncio.Task[None]] = set()
+        self._delivering: set[str] = set()  # task ids whose webhook is being sent here
         self._stopping = False
 
     # ----------------------------------------------------------- lifecycle
@@ -154,6 +160,7 @@ class WorkerPool:
                 renewed = time.monotonic()
                 recovered = self.tasks.recover()
                 webhooks = self.tasks.claim_webhooks()
+                webhooks += self.tasks.owned_unsent_webhooks()
                 owned = self.tasks.owned_running()
             except Exception:  # the database is unreachable now: logged, tried again next beat
                 log.exception("task lease not renewed")
@@ -165,7 +172,13 @@ class WorkerPool:
                 log.info("took back work of a stopped process", extra=_recovered_fields(recovered))
                 self._wake.set()
             for task_id in webhooks:
-                self._spawn_delivery(task_id)
+                self._spawn_delivery(task_id)  # not if one is in flight here
+            for task_id in set(owned) - self._claimed:
+                # Held in the store but not run here (its run was dropped while the store
+                # was unreachable): back to the queue, for this or another process.
+                log.warning("orphaned task handed back", extra={"task_id": task_id})
+                self._hand_back(task_id)
+                self._wake.set()
             self._drop_runs(
                 {t for t in self._running if t not in owned}, "taken back by another process"
             )
@@ -201,6 +214,8 @@ class WorkerPool:
             # Return once the worker has recorded the cancellation (bounded wait).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(settled.wait(), 10.0)
+            # Taken back from here meanwhile: ask whoever holds it now (or its next claimant).
+            self.tasks.request_cancel(task_id)
             return True
         if self.tasks.request_cancel(task_id):  # running in another process
             # Its owner reads the request at its next heartbeat (bounded wait). Should the
@@ -237,12 +252,17 @@ class WorkerPool:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=2.0)
                 continue
+            self._claimed.add(row["id"])
             with bound(task_id=row["id"], run_id=row["run_id"]):
                 try:
                     await self._take(row)
                 except Exception:  # the store failed mid-task (a run's own error is recorded)
                     log.exception("task handling failed: handing it back to the queue")
                     self._hand_back(row["id"])
+                    await asyncio.sleep(1.0)  # the store is failing: no hot claim loop
+                finally:
+                    self._claimed.discard(row["id"])
+                    self._spawn_delivery_if_needed(row["id"])  # e.g. after a failed event write
 
     def _hand_back(self, task_id: str) -> None:
         try:
@@ -254,7 +274,6 @@ class WorkerPool:
         if row["cancel_requested"]:  # asked while another process ran it
             await self._finish_cancelled(row["id"])
             await self.feed.notify()
-            self._spawn_delivery_if_needed(row["id"])
             return
         await self._execute(row)
 
@@ -266,7 +285,15 @@ class WorkerPool:
 
     async def _execute(self, row: Any) -> None:
         task_id, run_id = row["id"], row["run_id"]
-        request = TaskRequest.model_validate(json.loads(row["request"]))
+        try:
+            request = TaskRequest.model_validate(json.loads(row["request"]))
+        except (ValueError, ValidationError) as exc:  # stored by another version, say
+            log.warning("task request unreadable: failed", extra={"error": str(exc)[:300]})
+            err = run_failed_data(exc)
+            if self.tasks.finish(task_id, "failed", error=err):
+                await self._event(task_id, "error", err)
+            await self.feed.notify()
+            return
         caller = Caller(user=row["user"], groups=self._groups_for(row), project=None)
         caller = caller.model_copy(update={"project": request.project or self._project_for(row)})
         progress = TaskProgress.model_validate_json(row["progress"] or "{}")
@@ -277,12 +304,20 @@ class WorkerPool:
             if event.type in ("metadata", "done", "error"):
                 return  # the task's own metadata / done / error events frame the stream
             progress = _progress_from(progress, event)
-            if not self.tasks.set_progress(task_id, progress):
+            try:
+                held = self.tasks.set_progress(task_id, progress)
+                if held:
+                    self.tasks.append_event(
+                        task_id, event.model_dump(mode="json", exclude={"seq"})
+                    )
+            except Exception:  # the store failed: the run goes on (its trace keeps the event)
+                log.exception("task progress not recorded")
+                return
+            if not held:
                 # Taken back while running here: another process runs it now.
                 # (Events may come from LangGraph's node tasks: the run's own task is cancelled.)
                 self._drop_runs({task_id}, "taken back by another process")
                 return
-            self.tasks.append_event(task_id, event.model_dump(mode="json", exclude={"seq"}))
             await self.feed.notify()
 
         await self._event(
@@ -332,6 +367,7 @@ class WorkerPool:
         finally:
             self._running.pop(task_id, None)
             self._lost.discard(task_id)
+            self._cancel_requested.discard(task_id)
             settled = self._settled.pop(task_id, None)
             if settled is not None:
                 settled.set()
@@ -355,14 +391,28 @@ class WorkerPool:
 
     # ------------------------------------------------------------- webhooks
     def _spawn_delivery_if_needed(self, task_id: str) -> None:
-        row = self.tasks.task_row(task_id)
-        if row is not None and row["webhook_url"] and row["webhook_state"] == "pending":
+        try:
+            row = self.tasks.task_row(task_id)
+        except Exception:  # unreachable now: the next heartbeat sends this owner's own
+            log.exception("webhook not started")
+            return
+        if (
+            row is not None
+            and row["webhook_url"]
+            and row["webhook_state"] == "pending"
+            and row["status"] in TERMINAL
+            and row["owner"] == self.tasks.owner  # another live owner sends its own
+        ):
             self._spawn_delivery(task_id)
 
     def _spawn_delivery(self, task_id: str) -> None:
+        if self._stopping or task_id in self._delivering:
+            return  # stopping: release() hands it to whoever sends it next
+        self._delivering.add(task_id)
         t = asyncio.create_task(self._deliver(task_id), name=f"webhook-{task_id}")
         self._deliveries.add(t)
         t.add_done_callback(self._deliveries.discard)
+        t.add_done_callback(lambda _: self._delivering.discard(task_id))
 
     async def _deliver(self, task_id: str) -> None:
         row = self.tasks.task_row(task_id)

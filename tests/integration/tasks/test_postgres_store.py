@@ -501,3 +501,12 @@ test_pg_service_task_taken_back_from_a_stalled_process = (
 test_pg_service_cancel_kept_across_a_stop = (
     unit.test_a_cancel_asked_of_a_process_that_stops_first_is_kept_by_the_next
 )
+test_pg_service_runs_dropped_in_an_outage_run_again = (
+    unit.test_runs_dropped_in_a_store_outage_longer_than_the_lease_are_run_again
+)
+test_pg_service_unreadable_request_fails_its_task = (
+    unit.test_an_unreadable_request_fails_its_task_and_the_worker_goes_on
+)
+test_pg_service_webhook_after_failed_done_event = (
+    unit.test_the_webhook_goes_out_even_when_the_done_event_write_fails
+)

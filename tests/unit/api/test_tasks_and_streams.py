@@ -335,6 +335,107 @@ async def test_a_store_failure_mid_task_hands_the_task_back_and_the_worker_goes_
         await process.stop()
 
 
+async def test_runs_dropped_in_a_store_outage_longer_than_the_lease_are_run_again(
+    settings: ApiSettings, researcher: FakeResearcher
+) -> None:
+    researcher.gate = asyncio.Event()
+    process = Process(settings, researcher, 1)
+    await process.pool.start()
+    real_beat = process.store.heartbeat
+    down = [False]
+
+    def heartbeat(lease_s: float) -> None:
+        if down[0]:
+            raise sqlite3.OperationalError("disk I/O error")
+        real_beat(lease_s)
+
+    process.store.heartbeat = heartbeat  # type: ignore[method-assign]
+    try:
+        task = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
+        process.pool.notify()
+        await asyncio.wait_for(researcher.started.wait(), 5)
+        down[0] = True
+        await asyncio.sleep(1.8)  # past the 1 s lease: the run here is dropped
+        assert not process.pool._running
+        researcher.gate.set()
+        down[0] = False  # back: the task this process still holds is handed back, run again
+        done = await wait_row(process.store, task.id, "succeeded")
+        assert done["resumed"] == 1 and researcher.resumed == [task.run_id]
+    finally:
+        await process.stop()
+
+
+async def test_an_unreadable_request_fails_its_task_and_the_worker_goes_on(
+    settings: ApiSettings, researcher: FakeResearcher
+) -> None:
+    process = Process(settings, researcher, 1)
+    bad = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
+    with process.store._tx() as db:  # as another version might have stored it
+        db.rowcount(
+            "UPDATE tasks SET request = ? WHERE id = ?",
+            (json.dumps({"question": "q", "max_rounds": -5}), bad.id),
+        )
+    good = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
+    await process.pool.start()
+    try:
+        failed = await wait_row(process.store, bad.id, "failed")
+        assert json.loads(failed["error"])["code"]
+        await wait_row(process.store, good.id, "succeeded")
+    finally:
+        await process.stop()
+
+
+async def test_a_progress_write_failure_mid_run_does_not_fail_the_run(
+    settings: ApiSettings, researcher: FakeResearcher
+) -> None:
+    process = Process(settings, researcher, 1)
+    real = process.store.set_progress
+    failures = [sqlite3.OperationalError("database is locked")]
+
+    def flaky(task_id: str, progress: Any) -> bool:
+        if failures:
+            raise failures.pop()
+        return real(task_id, progress)
+
+    process.store.set_progress = flaky  # type: ignore[method-assign]
+    await process.pool.start()
+    try:
+        task = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
+        process.pool.notify()
+        await wait_row(process.store, task.id, "succeeded")
+        assert not failures  # the failure happened, inside the run
+    finally:
+        await process.stop()
+
+
+async def test_the_webhook_goes_out_even_when_the_done_event_write_fails(
+    settings: ApiSettings, researcher: FakeResearcher
+) -> None:
+    process = Process(settings, researcher, 1)
+    real = process.store.append_event
+
+    def flaky(task_id: str, event: dict[str, Any]) -> int:
+        if event.get("type") == "done":
+            raise sqlite3.OperationalError("database is locked")
+        return real(task_id, event)
+
+    process.store.append_event = flaky  # type: ignore[method-assign]
+    spawned: list[str] = []
+    process.pool._spawn_delivery = spawned.append  # type: ignore[method-assign]
+    await process.pool.start()
+    try:
+        task = process.store.create_task("ana", ANA_KEY_ID, REQ, "http://127.0.0.1:9/hook")
+        process.pool.notify()
+        await wait_row(process.store, task.id, "succeeded")
+        for _ in range(100):
+            if spawned:
+                break
+            await asyncio.sleep(0.01)
+        assert spawned[:1] == [task.id]
+    finally:
+        await process.stop()
+
+
 class Receiver:
     def __init__(self, fail_first: int = 0) -> None:
         self.fail_first = fail_first
