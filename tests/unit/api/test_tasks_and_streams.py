@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -217,6 +218,32 @@ class Process:
         self.store.close()
 
 
+def failing(store: TaskStore, name: str, when: Callable[..., bool]) -> list[int]:
+    """Make ``store.<name>`` raise a database error on the calls ``when(*args)`` picks;
+    returns a counter of the failures raised."""
+    real = getattr(store, name)
+    raised: list[int] = []
+
+    def call(*args: Any) -> Any:
+        if when(*args):
+            raised.append(1)
+            raise sqlite3.OperationalError("database is locked")
+        return real(*args)
+
+    setattr(store, name, call)
+    return raised
+
+
+def first_call_only() -> Callable[..., bool]:
+    calls: list[int] = []
+
+    def when(*_: Any) -> bool:
+        calls.append(1)
+        return len(calls) == 1
+
+    return when
+
+
 async def wait_row(store: TaskStore, task_id: str, status: str) -> Any:
     for _ in range(500):
         row = store.task_row(task_id)
@@ -314,15 +341,7 @@ async def test_a_store_failure_mid_task_hands_the_task_back_and_the_worker_goes_
 ) -> None:
     process = Process(settings, researcher, 1)
     await process.pool.start()
-    real_append = process.store.append_event
-    failures = [sqlite3.OperationalError("database is locked")]
-
-    def flaky_append(task_id: str, event: dict[str, Any]) -> int:
-        if failures:
-            raise failures.pop()
-        return real_append(task_id, event)
-
-    process.store.append_event = flaky_append  # type: ignore[method-assign]
+    failing(process.store, "append_event", first_call_only())
     try:
         task = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
         researcher.inputs[task.run_id] = ("q", Caller(user="ana"), RunOptions())
@@ -341,15 +360,8 @@ async def test_runs_dropped_in_a_store_outage_longer_than_the_lease_are_run_agai
     researcher.gate = asyncio.Event()
     process = Process(settings, researcher, 1)
     await process.pool.start()
-    real_beat = process.store.heartbeat
     down = [False]
-
-    def heartbeat(lease_s: float) -> None:
-        if down[0]:
-            raise sqlite3.OperationalError("disk I/O error")
-        real_beat(lease_s)
-
-    process.store.heartbeat = heartbeat  # type: ignore[method-assign]
+    failing(process.store, "heartbeat", lambda *_: down[0])
     try:
         task = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
         process.pool.notify()
@@ -389,21 +401,13 @@ async def test_a_progress_write_failure_mid_run_does_not_fail_the_run(
     settings: ApiSettings, researcher: FakeResearcher
 ) -> None:
     process = Process(settings, researcher, 1)
-    real = process.store.set_progress
-    failures = [sqlite3.OperationalError("database is locked")]
-
-    def flaky(task_id: str, progress: Any) -> bool:
-        if failures:
-            raise failures.pop()
-        return real(task_id, progress)
-
-    process.store.set_progress = flaky  # type: ignore[method-assign]
+    raised = failing(process.store, "set_progress", first_call_only())
     await process.pool.start()
     try:
         task = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
         process.pool.notify()
         await wait_row(process.store, task.id, "succeeded")
-        assert not failures  # the failure happened, inside the run
+        assert raised  # the failure happened, inside the run
     finally:
         await process.stop()
 
@@ -412,14 +416,7 @@ async def test_the_webhook_goes_out_even_when_the_done_event_write_fails(
     settings: ApiSettings, researcher: FakeResearcher
 ) -> None:
     process = Process(settings, researcher, 1)
-    real = process.store.append_event
-
-    def flaky(task_id: str, event: dict[str, Any]) -> int:
-        if event.get("type") == "done":
-            raise sqlite3.OperationalError("database is locked")
-        return real(task_id, event)
-
-    process.store.append_event = flaky  # type: ignore[method-assign]
+    failing(process.store, "append_event", lambda _task_id, event: event.get("type") == "done")
     spawned: list[str] = []
     process.pool._spawn_delivery = spawned.append  # type: ignore[method-assign]
     await process.pool.start()
