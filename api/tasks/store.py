@@ -118,6 +118,9 @@ CREATE TABLE IF NOT EXISTS workers (
 );
 """
 
+# A running task back to the queue, marked to resume from its checkpoints, held by no one
+# (completed with the condition on which tasks).
+_REQUEUE = "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL WHERE status = 'running'"
 _UNSENT_WEBHOOK = (
     "webhook_state = 'pending' AND status IN ('succeeded', 'failed', 'cancelled')"
 )
@@ -388,17 +391,9 @@ class TaskStore(ABC):
         and its unsent webhooks to no one, for any process to take now; its lease ends.
         With ``task_id``: only that task goes back (this process could not go on with it)."""
         if task_id is not None:
-            return self._write(
-                "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL"
-                " WHERE id = ? AND status = 'running' AND owner = ?",
-                (task_id, self.owner),
-            )
+            return self._write(f"{_REQUEUE} AND id = ? AND owner = ?", (task_id, self.owner))
         with self._tx() as db:
-            n = db.rowcount(
-                "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL"
-                " WHERE status = 'running' AND owner = ?",
-                (self.owner,),
-            )
+            n = db.rowcount(f"{_REQUEUE} AND owner = ?", (self.owner,))
             db.rowcount(
                 f"UPDATE tasks SET owner = NULL WHERE owner = ? AND {_UNSENT_WEBHOOK}",
                 (self.owner,),
@@ -443,11 +438,7 @@ class TaskStore(ABC):
         now = time.time()
         gone, args = self._gone(exclusive, now)
         with self._tx() as db:
-            tasks = db.rowcount(
-                "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL"
-                f" WHERE status = 'running' AND {gone}",
-                args,
-            )
+            tasks = db.rowcount(f"{_REQUEUE} AND {gone}", args)
             keys = db.rowcount(f"DELETE FROM idempotency WHERE state = 'creating' AND {gone}", args)
             jobs = db.rowcount(
                 "UPDATE source_jobs SET status = 'failed', finished_at = ?,"

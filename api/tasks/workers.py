@@ -371,8 +371,7 @@ class WorkerPool:
             settled = self._settled.pop(task_id, None)
             if settled is not None:
                 settled.set()
-        await self.feed.notify()
-        self._spawn_delivery_if_needed(task_id)
+        await self.feed.notify()  # the worker starts the webhook when it lets the task go
 
     async def _finish_cancelled(self, task_id: str) -> None:
         if self.tasks.finish(

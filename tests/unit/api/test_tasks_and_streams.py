@@ -244,6 +244,13 @@ def first_call_only() -> Callable[..., bool]:
     return when
 
 
+def queue(process: Process, webhook_url: str | None = None) -> Any:
+    """Queue a task for ``process``'s workers."""
+    task = process.store.create_task("ana", ANA_KEY_ID, REQ, webhook_url)
+    process.pool.notify()
+    return task
+
+
 async def wait_row(store: TaskStore, task_id: str, status: str) -> Any:
     for _ in range(500):
         row = store.task_row(task_id)
@@ -261,8 +268,7 @@ async def test_a_task_running_in_another_process_is_cancelled_through_the_store(
     await runner.pool.start()
     await api_only.pool.start()
     try:
-        task = api_only.store.create_task("ana", ANA_KEY_ID, REQ, None)
-        runner.pool.notify()
+        task = queue(runner)
         await asyncio.wait_for(researcher.started.wait(), 5)
         # Not running here: the request goes through the store, and the runner's next
         # heartbeat cancels its run.
@@ -282,8 +288,7 @@ async def test_a_cancel_asked_of_a_process_that_stops_first_is_kept_by_the_next(
     researcher.gate = asyncio.Event()
     first = Process(settings, researcher, 1)
     await first.pool.start()
-    task = first.store.create_task("ana", ANA_KEY_ID, REQ, None)
-    first.pool.notify()
+    task = queue(first)
     await asyncio.wait_for(researcher.started.wait(), 5)
     asker = TaskStore.open(settings.resolved_tasks_url())
     try:
@@ -312,8 +317,7 @@ async def test_a_task_taken_back_from_a_stalled_process_finishes_once_elsewhere(
     await stalled.pool.start()
     other = Process(settings, researcher, 1)
     try:
-        task = stalled.store.create_task("ana", ANA_KEY_ID, REQ, None)
-        stalled.pool.notify()
+        task = queue(stalled)
         await asyncio.wait_for(researcher.started.wait(), 5)
         # The other process judges the first one gone (as it would once the lease lapsed)
         # and takes its running task back; it then resumes it to the end.
@@ -343,9 +347,8 @@ async def test_a_store_failure_mid_task_hands_the_task_back_and_the_worker_goes_
     await process.pool.start()
     failing(process.store, "append_event", first_call_only())
     try:
-        task = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
+        task = queue(process)
         researcher.inputs[task.run_id] = ("q", Caller(user="ana"), RunOptions())
-        process.pool.notify()
         done = await wait_row(process.store, task.id, "succeeded")
         # Its first event failed: handed back, claimed again and resumed by the same worker.
         assert done["resumed"] == 1 and researcher.resumed == [task.run_id]
@@ -363,8 +366,7 @@ async def test_runs_dropped_in_a_store_outage_longer_than_the_lease_are_run_agai
     down = [False]
     failing(process.store, "heartbeat", lambda *_: down[0])
     try:
-        task = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
-        process.pool.notify()
+        task = queue(process)
         await asyncio.wait_for(researcher.started.wait(), 5)
         down[0] = True
         await asyncio.sleep(1.8)  # past the 1 s lease: the run here is dropped
@@ -404,8 +406,7 @@ async def test_a_progress_write_failure_mid_run_does_not_fail_the_run(
     raised = failing(process.store, "set_progress", first_call_only())
     await process.pool.start()
     try:
-        task = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
-        process.pool.notify()
+        task = queue(process)
         await wait_row(process.store, task.id, "succeeded")
         assert raised  # the failure happened, inside the run
     finally:
@@ -421,8 +422,7 @@ async def test_the_webhook_goes_out_even_when_the_done_event_write_fails(
     process.pool._spawn_delivery = spawned.append  # type: ignore[method-assign]
     await process.pool.start()
     try:
-        task = process.store.create_task("ana", ANA_KEY_ID, REQ, "http://127.0.0.1:9/hook")
-        process.pool.notify()
+        task = queue(process, "http://127.0.0.1:9/hook")
         await wait_row(process.store, task.id, "succeeded")
         for _ in range(100):
             if spawned:
