@@ -6,7 +6,9 @@ dir, as ``waypoint eval`` does), alternating the modes question by question so b
 the same machine load. Prints p50 seconds per question, the ratio (target: iterative
 <= 3x hybrid), where the loop's time goes (per node, outside the nodes, tool calls,
 embedding calls, and each mode's embedding call p50: hybrid's time is mostly one, so the
-host's embedding speed moves the ratio) and the load average; writes the figures as JSON.
+host's embedding speed moves the ratio), the loop's critical path (from a question's start:
+its first query embedding back, its first round's searches done, then the rest of the run)
+and the load average; writes the figures as JSON.
 
 The eval index must already be cached (``waypoint eval <set>`` builds it once).
 
@@ -47,6 +49,7 @@ async def measure(path: Path, limit: int, budget: int) -> dict[str, Any]:
     # Each mode's query-embedding calls (ms): hybrid's p50 is mostly one, so how fast the
     # host embeds right now moves the ratio (read the two figures beside it).
     encode_ms: dict[str, list[float]] = {"hybrid": [], "iterative": []}
+    encode_done: list[float] = []  # wall clock (time.time, as trace events) of each return
     mode = ["hybrid"]
     encode = store.embedder.encode_queries
 
@@ -57,6 +60,7 @@ async def measure(path: Path, limit: int, budget: int) -> dict[str, Any]:
             return encode(texts)  # type: ignore[no-any-return]
         finally:
             encode_ms[mode[0]].append((time.perf_counter() - started) * 1000)
+            encode_done.append(time.time())
 
     store.embedder.encode_queries = counting_encode  # type: ignore[method-assign]
     hybrid = ModeRunner(store, "hybrid", budget)
@@ -67,6 +71,7 @@ async def measure(path: Path, limit: int, budget: int) -> dict[str, Any]:
     node_ms: collections.Counter[str] = collections.Counter()
     tool_ms: collections.Counter[str] = collections.Counter()
     tool_n: collections.Counter[str] = collections.Counter()
+    path: dict[str, list[float]] = {"first_embedding": [], "round_1_searches": [], "rest": []}
     rounds = calls = 0
     encode_calls = 0
     options = RunOptions(mode="iterative", budget=budget)
@@ -81,13 +86,24 @@ async def measure(path: Path, limit: int, budget: int) -> dict[str, Any]:
             mode[0] = "iterative"
             caller = Caller(user=q.user, groups=list(q.groups))
             before = len(encodes)
+            encode_done.clear()
+            wall_start = time.time()
             started = time.perf_counter()
             result = await researcher.run(q.question, caller, options)
             it_s.append(time.perf_counter() - started)
+            wall_end = time.time()
             encode_calls += len(encodes) - before
             rounds += result.rounds
             calls += result.tool_calls
-            for event in researcher.get_trace(result.run_id):
+            trace = researcher.get_trace(result.run_id)
+            searched = next(
+                (e.ts for e in trace if e.type == "node_end" and e.node == "execute"), None
+            )
+            if encode_done and searched is not None:
+                path["first_embedding"].append(encode_done[0] - wall_start)
+                path["round_1_searches"].append(searched - encode_done[0])
+                path["rest"].append(wall_end - searched)
+            for event in trace:
                 if event.type == "node_end" and event.node:
                     node_ms[event.node] += event.data.get("duration_ms", 0.0)
                 elif event.type == "tool_result":
@@ -116,6 +132,10 @@ async def measure(path: Path, limit: int, budget: int) -> dict[str, Any]:
         "node_ms_per_question": {k: round(v / n, 1) for k, v in node_ms.most_common()},
         "outside_nodes_ms_per_question": round(statistics.mean(it_s) * 1000 - in_nodes, 1),
         "tool_ms_per_call": {k: round(v / tool_n[k], 1) for k, v in tool_ms.items()},
+        # p50 of each stretch over the questions that embedded (they need not add up)
+        "critical_path_p50_ms": {
+            k: round(statistics.median(v) * 1000, 1) for k, v in path.items() if v
+        },
         "loadavg": [round(x, 2) for x in os.getloadavg()],
     }
 
