@@ -159,8 +159,8 @@ class WorkerPool:
                 self.tasks.heartbeat(self.lease_s)
                 renewed = time.monotonic()
                 recovered = self.tasks.recover()
-                webhooks = self.tasks.claim_webhooks()
-                webhooks += self.tasks.owned_unsent_webhooks()
+                self.tasks.claim_webhooks()  # those of gone owners become this owner's
+                webhooks = self.tasks.owned_unsent_webhooks()
                 owned = self.tasks.owned_running()
             except Exception:  # the database is unreachable now: logged, tried again next beat
                 log.exception("task lease not renewed")
@@ -183,10 +183,10 @@ class WorkerPool:
                 {t for t in self._running if t not in owned}, "taken back by another process"
             )
             for task_id, runner in list(self._running.items()):
-                if owned.get(task_id) and task_id not in self._cancel_requested:
-                    if not runner.done():
-                        self._cancel_requested.add(task_id)  # asked of this process elsewhere
-                        runner.cancel()
+                asked = owned.get(task_id) and task_id not in self._cancel_requested
+                if asked and not runner.done():
+                    self._cancel_requested.add(task_id)  # asked of this process elsewhere
+                    runner.cancel()
 
     def _drop_runs(self, task_ids: set[str], why: str) -> None:
         """Stop running these tasks here, recording nothing more for them: another process
@@ -289,9 +289,7 @@ class WorkerPool:
             request = TaskRequest.model_validate(json.loads(row["request"]))
         except (ValueError, ValidationError) as exc:  # stored by another version, say
             log.warning("task request unreadable: failed", extra={"error": str(exc)[:300]})
-            err = run_failed_data(exc)
-            if self.tasks.finish(task_id, "failed", error=err):
-                await self._event(task_id, "error", err)
+            await self._finish_failed(task_id, exc)
             await self.feed.notify()
             return
         caller = Caller(user=row["user"], groups=self._groups_for(row), project=None)
@@ -351,9 +349,7 @@ class WorkerPool:
             await self._finish_cancelled(task_id)
         except Exception as exc:  # recorded on the task and logged with its traceback
             log.exception("task failed")
-            err = run_failed_data(exc)
-            if self.tasks.finish(task_id, "failed", error=err):
-                await self._event(task_id, "error", err)
+            await self._finish_failed(task_id, exc)
         else:
             progress.round = max(progress.round, result.rounds)
             progress.tool_calls = max(progress.tool_calls, result.tool_calls)
@@ -372,6 +368,11 @@ class WorkerPool:
             if settled is not None:
                 settled.set()
         await self.feed.notify()  # the worker starts the webhook when it lets the task go
+
+    async def _finish_failed(self, task_id: str, exc: Exception) -> None:
+        err = run_failed_data(exc)
+        if self.tasks.finish(task_id, "failed", error=err):
+            await self._event(task_id, "error", err)
 
     async def _finish_cancelled(self, task_id: str) -> None:
         if self.tasks.finish(

@@ -217,6 +217,13 @@ class Process:
         await self.pool.stop()
         self.store.close()
 
+    async def __aenter__(self) -> Process:
+        await self.pool.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
 
 def failing(store: TaskStore, name: str, when: Callable[..., bool]) -> list[int]:
     """Make ``store.<name>`` raise a database error on the calls ``when(*args)`` picks;
@@ -343,29 +350,23 @@ async def test_a_task_taken_back_from_a_stalled_process_finishes_once_elsewhere(
 async def test_a_store_failure_mid_task_hands_the_task_back_and_the_worker_goes_on(
     settings: ApiSettings, researcher: FakeResearcher
 ) -> None:
-    process = Process(settings, researcher, 1)
-    await process.pool.start()
-    failing(process.store, "append_event", first_call_only())
-    try:
+    async with Process(settings, researcher, 1) as process:
+        failing(process.store, "append_event", first_call_only())
         task = queue(process)
         researcher.inputs[task.run_id] = ("q", Caller(user="ana"), RunOptions())
         done = await wait_row(process.store, task.id, "succeeded")
         # Its first event failed: handed back, claimed again and resumed by the same worker.
         assert done["resumed"] == 1 and researcher.resumed == [task.run_id]
         assert process.pool._workers and not any(w.done() for w in process.pool._workers)
-    finally:
-        await process.stop()
 
 
 async def test_runs_dropped_in_a_store_outage_longer_than_the_lease_are_run_again(
     settings: ApiSettings, researcher: FakeResearcher
 ) -> None:
     researcher.gate = asyncio.Event()
-    process = Process(settings, researcher, 1)
-    await process.pool.start()
-    down = [False]
-    failing(process.store, "heartbeat", lambda *_: down[0])
-    try:
+    async with Process(settings, researcher, 1) as process:
+        down = [False]
+        failing(process.store, "heartbeat", lambda *_: down[0])
         task = queue(process)
         await asyncio.wait_for(researcher.started.wait(), 5)
         down[0] = True
@@ -375,8 +376,6 @@ async def test_runs_dropped_in_a_store_outage_longer_than_the_lease_are_run_agai
         down[0] = False  # back: the task this process still holds is handed back, run again
         done = await wait_row(process.store, task.id, "succeeded")
         assert done["resumed"] == 1 and researcher.resumed == [task.run_id]
-    finally:
-        await process.stop()
 
 
 async def test_an_unreadable_request_fails_its_task_and_the_worker_goes_on(
@@ -390,13 +389,10 @@ async def test_an_unreadable_request_fails_its_task_and_the_worker_goes_on(
             (json.dumps({"question": "q", "max_rounds": -5}), bad.id),
         )
     good = process.store.create_task("ana", ANA_KEY_ID, REQ, None)
-    await process.pool.start()
-    try:
+    async with process:
         failed = await wait_row(process.store, bad.id, "failed")
         assert json.loads(failed["error"])["code"]
         await wait_row(process.store, good.id, "succeeded")
-    finally:
-        await process.stop()
 
 
 async def test_a_progress_write_failure_mid_run_does_not_fail_the_run(
@@ -404,13 +400,10 @@ async def test_a_progress_write_failure_mid_run_does_not_fail_the_run(
 ) -> None:
     process = Process(settings, researcher, 1)
     raised = failing(process.store, "set_progress", first_call_only())
-    await process.pool.start()
-    try:
+    async with process:
         task = queue(process)
         await wait_row(process.store, task.id, "succeeded")
         assert raised  # the failure happened, inside the run
-    finally:
-        await process.stop()
 
 
 async def test_the_webhook_goes_out_even_when_the_done_event_write_fails(
@@ -420,8 +413,7 @@ async def test_the_webhook_goes_out_even_when_the_done_event_write_fails(
     failing(process.store, "append_event", lambda _task_id, event: event.get("type") == "done")
     spawned: list[str] = []
     process.pool._spawn_delivery = spawned.append  # type: ignore[method-assign]
-    await process.pool.start()
-    try:
+    async with process:
         task = queue(process, "http://127.0.0.1:9/hook")
         await wait_row(process.store, task.id, "succeeded")
         for _ in range(100):
@@ -429,8 +421,6 @@ async def test_the_webhook_goes_out_even_when_the_done_event_write_fails(
                 break
             await asyncio.sleep(0.01)
         assert spawned[:1] == [task.id]
-    finally:
-        await process.stop()
 
 
 class Receiver:
