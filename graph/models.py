@@ -44,12 +44,25 @@ class Citation(BaseModel):
     locator: Locator
 
 
+class Claim(BaseModel):
+    """One sentence or clause of the answer, with the citations meant to support it."""
+
+    text: str
+    citations: list[int] = Field(default_factory=list)  # [n] numbers of ``citations``
+    supported: bool
+    reason: str = ""  # why it is unsupported (a number, a name absent from its passages)
+
+
 class ResearchResult(BaseModel):
     run_id: str
     question: str
     mode: str
-    answer: str
+    # The asked fact alone (a name, date, number, option, yes/no) when the evidence
+    # determines it; None when it does not: a wrong value is worse than none.
+    short_answer: str | None = None
+    answer: str  # text with [n] markers numbered 1..n over ``citations``
     answerable: bool
+    claims: list[Claim] = Field(default_factory=list)
     citations: list[Citation] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)  # what synthesis read, ranked
     removed_citations: list[str] = Field(default_factory=list)  # unresolvable, stripped
@@ -71,6 +84,7 @@ EventType = Literal[
     "round",
     "token",
     "citation",
+    "claim",
     "done",
     "error",
 ]
