@@ -76,6 +76,7 @@ async def run_beir(
         }
     return {
         "dataset": beir.dataset,
+        "split": beir.split,
         "queries": len(query_ids),
         "corpus_passages": len(beir.records),
         "rerank": rerank_model or "not configured",

@@ -5,6 +5,10 @@ Loaders read files in place (``../shared/data`` is never copied) and turn them i
 expressed at document level (``Record.doc_id``), so one matching rule serves every format.
 
 A bad row is reported with its line number and skipped; the run goes on.
+
+Questions are split into two stable halves (:func:`question_split`): ``tune`` (what a
+policy's constants may be chosen on) and ``report`` (what the scoreboard reports). The
+corpus is never split: only which questions are asked.
 """
 
 from __future__ import annotations
@@ -30,6 +34,29 @@ UNDATED = datetime(2000, 1, 1, tzinfo=UTC)
 
 class EvalInputError(ValueError):
     """The input cannot be evaluated at all (missing file, unknown format)."""
+
+
+# -- the tune / report halves -------------------------------------------------------------
+
+SPLITS = ("tune", "report", "all")
+SPLIT_RULE = "sha256(question id, UTF-8) first byte even -> tune, odd -> report"
+
+
+def question_split(qid: str) -> str:
+    """The half a question belongs to, from its id alone (:data:`SPLIT_RULE`): stable
+    across runs, machines, file order and the other rows of the file."""
+    return "tune" if hashlib.sha256(qid.encode("utf-8")).digest()[0] % 2 == 0 else "report"
+
+
+def check_split(split: str) -> str:
+    name = split.strip().lower()
+    if name not in SPLITS:
+        raise EvalInputError(f"unknown split {split!r}; valid: {', '.join(SPLITS)}")
+    return name
+
+
+def in_split(qid: str, split: str) -> bool:
+    return split == "all" or question_split(qid) == split
 
 
 @dataclass(frozen=True)
@@ -69,6 +96,14 @@ class EvalSet:
     skipped: list[SkippedRow] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # corpus items a connector rejected
     kind: str = "multihop"  # "multihop" | "acme" | "beir"
+    split: str = "all"  # which half of the questions (the corpus is always whole)
+
+    def select(self, split: str) -> EvalSet:
+        """Keep the questions of ``split`` only; the corpus is left whole."""
+        split = check_split(split)
+        self.questions = [q for q in self.questions if in_split(q.id, split)]
+        self.split = split
+        return self
 
 
 def dataset_name(path: Path) -> str:
@@ -275,16 +310,20 @@ def load_acme(questions_path: Path, corpus_dir: Path | None = None) -> EvalSet:
     return EvalSet(dataset_name(questions_path), questions, records, skipped, failures, kind="acme")
 
 
-def load_questions(questions_path: Path, corpus_paths: list[Path] | None = None) -> EvalSet:
-    """Dispatch on the file's format (multi-hop or the project's own)."""
+def load_questions(
+    questions_path: Path, corpus_paths: list[Path] | None = None, split: str = "all"
+) -> EvalSet:
+    """Dispatch on the file's format (multi-hop or the project's own), then keep the
+    questions of ``split`` (the corpus stays whole: the other half's paragraphs too)."""
+    split = check_split(split)
     _require_file(questions_path)
     for c in corpus_paths or []:
         _require_file(c)
     if is_acme_file(questions_path):
         if corpus_paths:
             raise EvalInputError("--corpus applies to multi-hop files; acme reads corpus/")
-        return load_acme(questions_path)
-    return load_multihop(questions_path, corpus_paths)
+        return load_acme(questions_path).select(split)
+    return load_multihop(questions_path, corpus_paths).select(split)
 
 
 # -- BEIR ---------------------------------------------------------------------------------
@@ -297,15 +336,19 @@ class BeirSet:
     queries: dict[str, str]  # query id -> text, only queries with qrels, file order
     qrels: dict[str, dict[str, int]]  # query id -> {doc id: relevance}
     skipped: list[SkippedRow] = field(default_factory=list)
+    split: str = "all"  # which half of the queries (see question_split); corpus whole
 
 
 def beir_doc_id(source: str, native_id: str) -> str:
     return f"{source}:{native_id}"
 
 
-def load_beir(directory: Path, split: str = "test") -> BeirSet:
+def load_beir(directory: Path, split: str = "test", half: str = "all") -> BeirSet:
     """``corpus.jsonl(.gz)``, ``queries.jsonl``, ``qrels/<split>.tsv``; ids become
-    ``<dataset>:<_id>`` so they match the ingested records' doc ids."""
+    ``<dataset>:<_id>`` so they match the ingested records' doc ids. ``split`` is BEIR's
+    own qrels split; ``half`` keeps the queries of one half (``tune`` / ``report`` /
+    ``all``, by query id, :func:`question_split`), the corpus staying whole."""
+    half = check_split(half)
     if not directory.is_dir():
         raise EvalInputError(f"no such directory: {directory}")
     corpus = next(
@@ -344,6 +387,6 @@ def load_beir(directory: Path, split: str = "test") -> BeirSet:
         if "_id" not in row or not row.get("text"):
             skipped.append(SkippedRow(str(directory / "queries.jsonl"), n, "missing '_id'"))
             continue
-        if str(row["_id"]) in qrels:
+        if str(row["_id"]) in qrels and in_split(str(row["_id"]), half):
             queries[str(row["_id"])] = str(row["text"])
-    return BeirSet(source, records, queries, qrels, skipped)
+    return BeirSet(source, records, queries, qrels, skipped, split=half)
