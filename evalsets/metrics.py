@@ -4,7 +4,12 @@ Conventions:
 - gold evidence and ranked evidence are document ids; a document repeated in the ranking
   (two chunks of one page) counts once, at its first position;
 - a metric that does not apply to a question is ``None`` for it, and a mean over no
-  applicable question is ``None`` (printed as "-", written as JSON null), never 0.
+  applicable question is ``None`` (printed as "-", written as JSON null), never 0;
+- answers are judged on ``short_answer`` (the asked fact alone), SQuAD-normalised against
+  the gold answer and its aliases: a null short answer on an answerable question is wrong
+  (EM 0), a yes/no gold is matched by the prediction's leading yes/no. The whole answer
+  text is a cited paragraph, so its EM/F1 against a short gold would say nothing; only
+  whether it states the gold answer (``answer_states_gold``) is reported for it.
 """
 
 from __future__ import annotations
@@ -23,10 +28,18 @@ RATIO_METRICS = (
     "support_recall",
     "mrr",
     "answer_in_evidence",
+    # The answer contract (modes that answer): EM / F1 of ``short_answer`` (null = wrong),
+    # how often one is given, how often a given one is right, whether the answer text
+    # states the gold answer at all, and whether its claims and citations hold.
     "em",
     "f1",
+    "short_answer_coverage",
+    "short_answer_precision",
+    "answer_states_gold",
+    "claim_support_rate",
     "citation_precision",
     "refusal_accuracy",
+    "refused_answerable",
 )
 METRICS = (
     *RATIO_METRICS,
@@ -49,6 +62,44 @@ def normalize_answer(text: str) -> str:
 
 def is_yes_no(answer: str) -> bool:
     return normalize_answer(answer) in ("yes", "no")
+
+
+def _yes_no_form(text: str) -> str:
+    """``"Yes, both are American."`` -> ``"yes"``: a yes/no answer is judged by its verdict."""
+    words = normalize_answer(text).split()
+    return words[0] if words and words[0] in ("yes", "no") else " ".join(words)
+
+
+def short_answer_match(prediction: str | None, golds: Sequence[str]) -> float:
+    """EM of a short answer: null or blank is wrong; against a yes/no gold only the
+    prediction's yes/no verdict counts; otherwise SQuAD EM against answer + aliases."""
+    if prediction is None or not prediction.strip():
+        return 0.0
+    for gold in golds:
+        if not gold:
+            continue
+        if is_yes_no(gold):
+            if _yes_no_form(prediction) == normalize_answer(gold):
+                return 1.0
+        elif normalize_answer(prediction) == normalize_answer(gold):
+            return 1.0
+    return 0.0
+
+
+def short_answer_f1(prediction: str | None, golds: Sequence[str]) -> float:
+    """Token F1 of a short answer (best gold or alias); null is 0, yes/no all-or-nothing."""
+    if prediction is None or not prediction.strip():
+        return 0.0
+    best = 0.0
+    for gold in golds:
+        if not gold:
+            continue
+        if is_yes_no(gold):
+            score = float(_yes_no_form(prediction) == normalize_answer(gold))
+        else:
+            score = _f1(prediction, gold)
+        best = max(best, score)
+    return best
 
 
 def exact_match(prediction: str, golds: Sequence[str]) -> float:
@@ -119,12 +170,19 @@ def reciprocal_rank(ranked: Sequence[str], gold: Iterable[str]) -> float | None:
 
 
 def citation_precision(cited: Sequence[str] | None, gold: Iterable[str]) -> float | None:
-    """Share of cited documents that are gold; None when nothing is cited."""
+    """Share of citations (one per ``[n]``, by its document id) whose document is gold;
+    None when nothing is cited."""
     if not cited:
         return None
     gold_set = set(gold)
-    distinct = set(cited)
-    return len(distinct & gold_set) / len(distinct)
+    return sum(doc in gold_set for doc in cited) / len(cited)
+
+
+def claim_support(claims: Sequence[bool] | None) -> float | None:
+    """Share of an answer's claims the run's support check passed; None without claims."""
+    if not claims:
+        return None
+    return sum(claims) / len(claims)
 
 
 def ndcg_at_k(ranked: Sequence[str], qrels: dict[str, int], k: int = 10) -> float:
@@ -171,7 +229,9 @@ class Outcome:
     evidence_ids: list[str] = field(default_factory=list)  # ranked document ids
     evidence_texts: list[str] = field(default_factory=list)
     answer: str | None = None  # None: the mode does not produce answers
-    cited: list[str] | None = None  # cited document ids; None: the mode does not cite
+    short_answer: str | None = None  # the asked fact alone; None: not given
+    claims: list[bool] | None = None  # each claim's support verdict; None: no claims made
+    cited: list[str] | None = None  # each citation's document id; None: the mode does not cite
     refused: bool | None = None  # None: the mode cannot refuse
     rounds: int = 1
     tool_calls: int = 1
@@ -183,8 +243,10 @@ def question_scores(o: Outcome) -> dict[str, float | None]:
     """Per-question values; None where a metric does not apply to this question."""
     answerable = o.expect == "answer"
     gold = o.gold if answerable else []
-    wants_containment = answerable and bool(o.answers) and not is_yes_no(o.answers[0])
+    yes_no = bool(o.answers) and is_yes_no(o.answers[0])
+    wants_containment = answerable and bool(o.answers) and not yes_no
     produces = o.answer is not None and answerable and bool(o.answers)
+    given = produces and bool((o.short_answer or "").strip())
     return {
         "support_recall_all": support_recall_all(o.evidence_ids, gold),
         "support_recall": support_recall(o.evidence_ids, gold),
@@ -192,13 +254,22 @@ def question_scores(o: Outcome) -> dict[str, float | None]:
         "answer_in_evidence": (
             float(answer_in_texts(o.evidence_texts, o.answers)) if wants_containment else None
         ),
-        "em": exact_match(o.answer or "", o.answers) if produces else None,
-        "f1": f1_score(o.answer or "", o.answers) if produces else None,
+        "em": short_answer_match(o.short_answer, o.answers) if produces else None,
+        "f1": short_answer_f1(o.short_answer, o.answers) if produces else None,
+        "short_answer_coverage": float(given) if produces else None,
+        "short_answer_precision": (
+            short_answer_match(o.short_answer, o.answers) if given else None
+        ),
+        "answer_states_gold": (
+            float(answer_in_texts([o.answer or ""], o.answers)) if produces and not yes_no else None
+        ),
+        "claim_support_rate": claim_support(o.claims),
         # On a question that must be refused, no citation is correct.
         "citation_precision": citation_precision(o.cited, gold),
         "refusal_accuracy": (
             float(o.refused) if o.expect == "refuse" and o.refused is not None else None
         ),
+        "refused_answerable": (float(o.refused) if answerable and o.refused is not None else None),
     }
 
 
@@ -210,7 +281,10 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """Every metric over ``outcomes``; errored questions count as misses, not as absent."""
     scored = [question_scores(o) for o in outcomes]
     ran = [o for o in outcomes if o.error is None]
-    out: dict[str, Any] = {m: _round(mean(s[m] for s in scored)) for m in METRICS[:8]}
+    out: dict[str, Any] = {m: _round(mean(s[m] for s in scored)) for m in RATIO_METRICS}
+    # Claims are pooled (supported claims / all claims), not averaged per answer.
+    claims = [c for o in outcomes for c in o.claims or []]
+    out["claim_support_rate"] = _round(sum(claims) / len(claims)) if claims else None
     out["mean_rounds"] = _round(mean(float(o.rounds) for o in ran))
     out["mean_tool_calls"] = _round(mean(float(o.tool_calls) for o in ran))
     seconds = [o.seconds for o in ran]

@@ -6,7 +6,11 @@ side by side:
 - ``hybrid``: the whole single-round pipeline (both legs, RRF, cap, rerank if a
   cross-encoder is configured), top B;
 - ``iterative``: the research loop; its evidence is what synthesis read (capped at B),
-  and it produces an answer with citations.
+  and it produces the answer contract: a short answer (or none), the answer text, its
+  claims with their support verdicts, and citations.
+
+Only the questions of the chosen half are asked (``EvalSet.split``); the index holds the
+whole corpus either way.
 """
 
 from __future__ import annotations
@@ -140,6 +144,8 @@ class ModeRunner:
         out.evidence_ids = [e.doc_id for e in evidence]
         out.evidence_texts = [_hit_text(e.title, e.text) for e in evidence]
         out.answer = result.answer or ""
+        out.short_answer = result.short_answer
+        out.claims = [c.supported for c in result.claims]
         out.cited = [c.doc_id for c in result.citations]
         out.refused = not result.answerable
         out.rounds = result.rounds
@@ -173,6 +179,7 @@ async def run_mode(
                 out.error = f"{type(exc).__name__}: {exc}"
                 if mode == "iterative":
                     out.answer, out.cited, out.refused = "", [], False
+                    out.short_answer, out.claims = None, []
                 outcomes.append(out)
                 errors.append(f"{mode} {q.id}: {out.error}")
             if on_progress:
@@ -191,10 +198,12 @@ class EvalReport:
     modes: dict[str, dict[str, Any]]
     skipped_rows: int
     errors: list[str] = field(default_factory=list)
+    split: str = "all"  # the half of the questions asked (tune / report / all)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
+            "split": self.split,
             "questions": self.questions,
             "corpus_passages": self.corpus_passages,
             "budget": self.budget,
@@ -224,6 +233,7 @@ async def evaluate(
         modes=results,
         skipped_rows=len(evalset.skipped),
         errors=errors,
+        split=evalset.split,
     )
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from evalsets.loaders import EvalInputError
+from evalsets.loaders import SPLIT_RULE, SPLITS, EvalInputError
 
 _COLUMNS = (
     ("support_recall_all", "R-all"),
@@ -22,8 +22,13 @@ _COLUMNS = (
     ("answer_in_evidence", "A-in-E"),
     ("em", "EM"),
     ("f1", "F1"),
+    ("short_answer_coverage", "SA-cov"),
+    ("short_answer_precision", "SA-P"),
+    ("answer_states_gold", "A-gold"),
+    ("claim_support_rate", "Claim-S"),
     ("citation_precision", "Cit-P"),
     ("refusal_accuracy", "Refuse"),
+    ("refused_answerable", "Over-R"),
     ("mean_rounds", "rounds"),
     ("mean_tool_calls", "calls"),
     ("p50_s", "p50 s"),
@@ -104,7 +109,8 @@ def _open_index(console: Console, records: list[Any], dataset: str) -> Any:
 def _results_table(report: dict[str, Any]) -> Table:
     table = Table(
         title=(
-            f"{report['dataset']}: {report['questions']} questions, "
+            f"{report['dataset']} ({report.get('split', 'all')} split): "
+            f"{report['questions']} questions, "
             f"{report['corpus_passages']} passages, budget {report['budget']}"
         )
     )
@@ -146,8 +152,15 @@ def eval_command(
     budget: Annotated[
         int, typer.Option("--budget", min=1, max=100, help="Evidence budget B.")
     ] = 10,
+    split: Annotated[
+        str,
+        typer.Option(
+            "--split",
+            help=f"Which half of the questions: {', '.join(SPLITS)} ({SPLIT_RULE}).",
+        ),
+    ] = "report",
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="First N questions only.")
+        int | None, typer.Option("--limit", min=1, help="First N questions (of the split) only.")
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
     plot: Annotated[
@@ -169,7 +182,7 @@ def eval_command(
         console.print(f"iterative: skipped, {why}")
         modes.remove("iterative")
     try:
-        evalset = load_questions(questions, list(corpus or []))
+        evalset = load_questions(questions, list(corpus or []), split=split)
     except EvalInputError as exc:
         raise _fail(str(exc)) from None
     for row in evalset.skipped:
@@ -179,7 +192,11 @@ def eval_command(
     if limit:
         evalset.questions = evalset.questions[:limit]
     if not evalset.questions:
-        raise _fail(f"no usable question in {questions}")
+        raise _fail(f"no usable question in {questions} (split {evalset.split})")
+    console.print(
+        f"split {evalset.split}: {len(evalset.questions)} questions "
+        f"(halves by {SPLIT_RULE}; the corpus is whole)"
+    )
     if not evalset.records:
         raise _fail(f"empty corpus for {questions}")
 
@@ -194,8 +211,11 @@ def eval_command(
     payload = report.to_json()
     console.print(_results_table(payload))
     console.print(
-        "R-all support_recall_all, R support_recall, A-in-E answer_in_evidence, "
-        "Cit-P citation_precision; '-' = does not apply",
+        "R-all support_recall_all, R support_recall, A-in-E answer_in_evidence; "
+        "EM/F1 on the short answer (none = wrong), SA-cov short_answer_coverage, "
+        "SA-P short_answer_precision (EM when given), A-gold answer_states_gold, "
+        "Claim-S claim_support_rate, Cit-P citation_precision, Over-R refused_answerable; "
+        "'-' = does not apply",
         style="dim",
     )
     if report.skipped_rows:
@@ -225,8 +245,15 @@ def eval_beir_command(
     mode: Annotated[
         str, typer.Option("--mode", help="Comma list of lexical, dense, hybrid, or all.")
     ] = "lexical,dense,hybrid",
+    split: Annotated[
+        str,
+        typer.Option(
+            "--split",
+            help=f"Which half of the queries: {', '.join(SPLITS)} ({SPLIT_RULE}).",
+        ),
+    ] = "report",
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="First N test queries only.")
+        int | None, typer.Option("--limit", min=1, help="First N test queries (of the split) only.")
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
 ) -> None:
@@ -241,11 +268,17 @@ def eval_beir_command(
     except UnknownModeError as exc:
         raise _fail(str(exc)) from None
     try:
-        beir = load_beir(directory)
+        beir = load_beir(directory, half=split)
     except EvalInputError as exc:
         raise _fail(str(exc)) from None
     for row in beir.skipped:
         console.print(f"skipped {row}", style="yellow")
+    if not beir.queries:
+        raise _fail(f"no query with qrels in {directory} (split {beir.split})")
+    console.print(
+        f"split {beir.split}: {len(beir.queries)} queries "
+        f"(halves by {SPLIT_RULE}; the corpus is whole)"
+    )
 
     index = _open_index(console, beir.records, beir.dataset)
     try:
@@ -260,7 +293,7 @@ def eval_beir_command(
         index.store.close()
 
     table = Table(
-        title=f"{report['dataset']}: {report['queries']} queries, "
+        title=f"{report['dataset']} ({report['split']} split): {report['queries']} queries, "
         f"{report['corpus_passages']} documents"
     )
     for header in ("mode", "nDCG@10", "recall@100", "p50 s", "p95 s"):

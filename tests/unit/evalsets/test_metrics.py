@@ -11,6 +11,7 @@ from evalsets.metrics import (
     Outcome,
     answer_in_texts,
     citation_precision,
+    claim_support,
     exact_match,
     f1_score,
     is_yes_no,
@@ -20,6 +21,8 @@ from evalsets.metrics import (
     question_scores,
     recall_at_k,
     reciprocal_rank,
+    short_answer_f1,
+    short_answer_match,
     summarize,
     summarize_with_types,
     support_recall,
@@ -86,7 +89,8 @@ def test_reciprocal_rank_counts_distinct_documents() -> None:
 def test_citation_precision() -> None:
     assert citation_precision(None, ["d1"]) is None
     assert citation_precision([], ["d1"]) is None
-    assert citation_precision(["d1", "d1", "d2"], ["d1"]) == 0.5
+    # Every citation counts: two passages of gold d1 and one of d2.
+    assert citation_precision(["d1", "d1", "d2"], ["d1"]) == pytest.approx(2 / 3)
     assert citation_precision(["d1"], []) == 0.0
 
 
@@ -169,10 +173,123 @@ def test_summarize_counts_errors_as_misses() -> None:
 
 def test_summarize_with_types_breaks_down() -> None:
     outcomes = [
-        _outcome(qid="a", evidence_ids=["d1", "d2"], answer="Vell"),
-        _outcome(qid="b", evidence_ids=[], answer="Danube", type="comparison"),
+        _outcome(qid="a", evidence_ids=["d1", "d2"], answer="x [1]", short_answer="Vell"),
+        _outcome(
+            qid="b", evidence_ids=[], answer="y [1]", short_answer="Danube", type="comparison"
+        ),
     ]
     s = summarize_with_types(outcomes)
     assert s["em"] == 0.5
     assert s["by_type"]["bridge"]["em"] == 1.0
     assert s["by_type"]["comparison"]["support_recall_all"] == 0.0
+
+
+# -- the answer contract: short answer, claims, citations ----------------------------------
+
+
+def test_short_answer_match_null_aliases_and_normalisation() -> None:
+    golds = ["the Vell", "Vell River"]
+    assert short_answer_match(None, golds) == 0.0
+    assert short_answer_match("  ", golds) == 0.0
+    assert short_answer_match("Vell", golds) == 1.0  # article dropped
+    assert short_answer_match("vell river.", golds) == 1.0  # alias, case, punctuation
+    assert short_answer_match("The Vell, a slow river", golds) == 0.0
+    assert short_answer_match("x", []) == 0.0
+
+
+def test_short_answer_yes_no_by_verdict() -> None:
+    assert short_answer_match("Yes", ["yes"]) == 1.0
+    assert short_answer_match("yes, both are American", ["yes"]) == 1.0
+    assert short_answer_match("No.", ["yes"]) == 0.0
+    assert short_answer_match("Nottingham", ["no"]) == 0.0  # a word starting with "no"
+    assert short_answer_match("yes", ["Yesterday"]) == 0.0
+    assert short_answer_f1("Yes, both", ["yes"]) == 1.0
+    assert short_answer_f1("no", ["yes"]) == 0.0
+
+
+def test_short_answer_f1() -> None:
+    assert short_answer_f1(None, ["Vell"]) == 0.0
+    assert short_answer_f1("Vell", ["the Vell", "Vell River"]) == 1.0
+    assert short_answer_f1("River Vell", ["Vell River"]) == 1.0
+    assert short_answer_f1("Vell valley", ["Vell River"]) == pytest.approx(0.5)
+
+
+def test_claim_support() -> None:
+    assert claim_support(None) is None
+    assert claim_support([]) is None
+    assert claim_support([True, False, True, True]) == 0.75
+
+
+def _answered(**kw: object) -> Outcome:
+    base: dict[str, object] = dict(
+        answer="The Vell [1].", claims=[True], cited=["d1"], refused=False
+    )
+    base.update(kw)
+    return _outcome(**base)
+
+
+def test_question_scores_answer_contract() -> None:
+    right = question_scores(_answered(short_answer="Vell"))
+    assert right["em"] == right["f1"] == 1.0
+    assert right["short_answer_coverage"] == 1.0
+    assert right["short_answer_precision"] == 1.0
+    assert right["answer_states_gold"] == 1.0
+    assert right["claim_support_rate"] == 1.0
+    assert right["citation_precision"] == 1.0
+    silent = question_scores(_answered(short_answer=None, answer="Nothing found."))
+    assert silent["em"] == 0.0 and silent["f1"] == 0.0  # null counts as wrong
+    assert silent["short_answer_coverage"] == 0.0
+    assert silent["short_answer_precision"] is None  # not answered: not in precision
+    assert silent["answer_states_gold"] == 0.0
+    wrong = question_scores(_answered(short_answer="Danube", cited=["d1", "d9"]))
+    assert wrong["em"] == 0.0 and wrong["short_answer_precision"] == 0.0
+    assert wrong["citation_precision"] == 0.5
+
+
+def test_question_scores_yes_no_contract() -> None:
+    s = question_scores(_answered(answers=["yes"], short_answer="Yes, both are Dutch."))
+    assert s["em"] == 1.0 and s["short_answer_precision"] == 1.0
+    assert s["answer_states_gold"] is None  # "yes" in a paragraph means nothing
+
+
+def test_question_scores_refusals() -> None:
+    must = question_scores(
+        _answered(expect="refuse", answers=[], short_answer=None, refused=True, cited=[])
+    )
+    assert must["refusal_accuracy"] == 1.0 and must["refused_answerable"] is None
+    assert must["em"] is None and must["short_answer_coverage"] is None
+    over = question_scores(_answered(short_answer=None, refused=True))
+    assert over["refused_answerable"] == 1.0 and over["refusal_accuracy"] is None
+    assert over["em"] == 0.0
+
+
+def test_summarize_answer_contract() -> None:
+    outcomes = [
+        _answered(qid="a", short_answer="Vell", claims=[True, True, True]),
+        _answered(qid="b", short_answer="Danube", answer="The Danube [1].", claims=[False]),
+        _answered(qid="c", short_answer=None, answer="", claims=[], cited=[], refused=True),
+        _answered(qid="d", answers=["yes"], short_answer="no", claims=None),
+    ]
+    s = summarize(outcomes)
+    assert s["em"] == 0.25
+    assert s["short_answer_coverage"] == 0.75
+    assert s["short_answer_precision"] == pytest.approx(1 / 3, abs=1e-4)
+    # Pooled over claims (3 of 4), not the mean of per-answer rates (0.5).
+    assert s["claim_support_rate"] == 0.75
+    assert s["refused_answerable"] == 0.25
+    assert s["answer_states_gold"] == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_single_round_outcome_has_no_contract_metrics() -> None:
+    s = question_scores(_outcome(evidence_ids=["d1"]))
+    for metric in (
+        "em",
+        "f1",
+        "short_answer_coverage",
+        "short_answer_precision",
+        "answer_states_gold",
+        "claim_support_rate",
+        "citation_precision",
+        "refused_answerable",
+    ):
+        assert s[metric] is None, metric
