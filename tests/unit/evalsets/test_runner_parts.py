@@ -92,3 +92,64 @@ def test_prune_stale_removes_only_older_indexes_of_the_same_dataset(tmp_path: Pa
     partial = make("partial", None)
     assert prune_stale(tmp_path, "hotpotqa", keep) == [old]
     assert keep.exists() and other.exists() and partial.exists() and not old.exists()
+
+
+def test_iterative_outcome_carries_the_answer_contract() -> None:
+    """The runner maps ResearchResult's short answer, claims and citations onto Outcome."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from evalsets.loaders import EvalQuestion
+    from evalsets.metrics import question_scores
+    from evalsets.runner import ModeRunner
+    from graph.models import Citation, Claim, ResearchResult
+    from retrieval.search_models import Locator
+    from tools.evidence import Evidence
+
+    def cite(n: int, doc: str) -> Citation:
+        loc = Locator(doc_id=doc, chunk_id=f"{doc}#0")
+        return Citation(n=n, evidence_id=f"{doc}#0", doc_id=doc, title=doc, text="t", locator=loc)
+
+    evidence = [
+        Evidence(
+            id=f"{d}#0",
+            doc_id=d,
+            title=d,
+            text="the Vell",
+            score=1.0,
+            source="s",
+            timestamp=datetime(2000, 1, 1, tzinfo=UTC),
+            locator=Locator(doc_id=d, chunk_id=f"{d}#0"),
+        )
+        for d in ("d1", "d9")
+    ]
+    result = ResearchResult(
+        run_id="r",
+        question="q",
+        mode="iterative",
+        short_answer="Vell",
+        answer="The Vell [1]. Also [2].",
+        answerable=True,
+        claims=[
+            Claim(text="The Vell", citations=[1], supported=True),
+            Claim(text="Also", citations=[2], supported=False, reason="no such name"),
+        ],
+        citations=[cite(1, "d1"), cite(2, "d9")],
+        evidence=evidence,
+        rounds=2,
+        tool_calls=5,
+    )
+
+    class FakeResearcher:
+        async def run(self, *_: object) -> ResearchResult:
+            return result
+
+    runner = ModeRunner(store=None, mode="hybrid", budget=10)
+    runner.mode = "iterative"
+    runner._researcher = FakeResearcher()
+    q = EvalQuestion(id="q", question="q", answer="the Vell", gold=["d1", "d2"])
+    out = asyncio.run(runner.answer(q))
+    assert out.short_answer == "Vell" and out.claims == [True, False]
+    assert out.cited == ["d1", "d9"] and out.refused is False
+    s = question_scores(out)
+    assert s["em"] == 1.0 and s["claim_support_rate"] == 0.5 and s["citation_precision"] == 0.5
