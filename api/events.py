@@ -14,6 +14,7 @@ from typing import Any
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from graph.models import ResearchResult
+from graph.runner import CallerRevoked
 
 # No caching and no proxy buffering: events must reach the client as they happen.
 _STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -43,5 +44,8 @@ def done_data(result: ResearchResult) -> dict[str, Any]:
 
 
 def run_failed_data(exc: Exception) -> dict[str, str]:
-    """The ``error`` event (and task error) of a run that raised: type and message only."""
+    """The ``error`` event (and task error) of a run that raised: type and message only
+    (a revoked key: its own code, and the reason without the exception's type)."""
+    if isinstance(exc, CallerRevoked):
+        return {"code": "key_revoked", "message": str(exc)[:500]}
     return {"code": "run_failed", "message": f"{type(exc).__name__}: {exc}"[:500]}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,63 @@ from tools.context import ToolContext
 from tools.executor import ToolExecutor
 
 _RECURSION_LIMIT = 200  # super-steps; the loop's own bounds stop far earlier
+
+# The run's caller as it is now (e.g. its API key's current groups), or CallerRevoked.
+CallerSource = Callable[[], Caller]
+
+
+class CallerRevoked(PermissionError):
+    """The caller a run acts for may no longer run it (its API key was deleted): the run
+    fails with this reason rather than go on with permissions nobody holds any more."""
+
+
+class _FollowedTools:
+    """A run's tool context that follows its caller: the scope is re-resolved from
+    ``source`` every time a node reads it, and rebuilt when the groups or project changed.
+
+    Every read a run makes goes through this context's filter: the tool calls of a round
+    (taken as the round's execute step starts), the titles the planner may name and the
+    permission re-check before synthesis. So a run resumed after a revocation, or running
+    while one is applied, reads with the groups the key has now, from its next step on;
+    what its pool already holds is re-checked before synthesis as before.
+    """
+
+    def __init__(self, tools: ToolContext, caller: Caller, source: CallerSource) -> None:
+        self.tools = tools
+        self.scope = (tuple(caller.groups), caller.project)
+        self.source = source
+
+    def current(self) -> ToolContext:
+        caller = self.source()  # CallerRevoked propagates: the node, then the run, fails
+        scope = (tuple(caller.groups), caller.project)
+        if scope != self.scope:
+            flt = self.tools.store.filter_for(list(caller.groups), caller.project)
+            # The title index was listed under the old filter: dropped, listed again on
+            # demand. Vectors embedded ahead depend on text only and are kept; the dense-leg
+            # cache is keyed by the filter, so the old scope's rankings never match.
+            self.tools = dataclasses.replace(self.tools, flt=flt, _titles=None)
+            self.scope = scope
+        return self.tools
+
+
+class _FollowingContext(RunContext):
+    """A run context whose ``tools`` are :class:`_FollowedTools`' current ones (nodes read
+    ``runtime.context.tools`` as before, unaware that the scope may change under them)."""
+
+    _followed: _FollowedTools
+
+    @property  # type: ignore[override]
+    def tools(self) -> ToolContext:
+        return self._followed.current()
+
+    @tools.setter
+    def tools(self, value: ToolContext) -> None:
+        # Set once, by the dataclass __init__: follows the caller from this context on.
+        self._followed = _FollowedTools(value, self._caller, self._source)
+
+    def __init__(self, caller: Caller, source: CallerSource, **kw: Any) -> None:
+        self._caller, self._source = caller, source
+        super().__init__(**kw)
 
 
 def make_policy(settings: GraphSettings) -> Policy:
@@ -87,7 +146,11 @@ class Researcher:
         options: RunOptions,
         run_id: str | None = None,
         on_event: OnEvent | None = None,
+        caller_source: CallerSource | None = None,
     ) -> ResearchResult:
+        """Run the loop for ``caller``. With ``caller_source`` the run follows the caller as
+        it changes (see :class:`_FollowedTools`): its groups are read again at every step,
+        and a revoked caller fails the run."""
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
@@ -110,39 +173,69 @@ class Researcher:
             policy=self.policy.name,
         )
         sink.flush()
-        return await self._drive(run_input, run_input, sink)
+        return await self._drive(run_input, run_input, sink, caller_source)
 
-    async def resume(self, run_id: str, on_event: OnEvent | None = None) -> ResearchResult:
+    async def resume(
+        self,
+        run_id: str,
+        on_event: OnEvent | None = None,
+        caller_source: CallerSource | None = None,
+    ) -> ResearchResult:
         """Continue a run from its last checkpoint (pool intact, no finished round repeated;
-        with ``checkpoint_every="round"`` an unfinished round's retrieval runs again)."""
+        with ``checkpoint_every="round"`` an unfinished round's retrieval runs again).
+
+        The caller stored with the run is what it was when the run started. With
+        ``caller_source`` the resumed run reads as the caller is now (a revocation applied
+        by the restart that resumes it holds at once) and follows it from step to step;
+        without, it keeps the stored caller (the CLI's runs, which have no key)."""
         run_input = self.traces.run_input(run_id)
         if run_input is None:
             raise UnknownRun(run_id)
         done = self.get_result(run_id)
         if done is not None:
+            if caller_source is not None:
+                caller_source()  # finished before the stop: not handed to a revoked caller
             return done
         sink = EventSink(run_id, self.traces, on_event)
         await sink.emit("metadata", resumed=True, question=run_input["question"])
         sink.flush()
-        return await self._drive(None, run_input, sink)
+        return await self._drive(None, run_input, sink, caller_source)
 
     async def _drive(
-        self, graph_input: dict[str, Any] | None, run_input: dict[str, Any], sink: EventSink
+        self,
+        graph_input: dict[str, Any] | None,
+        run_input: dict[str, Any],
+        sink: EventSink,
+        caller_source: CallerSource | None = None,
     ) -> ResearchResult:
         run_id = run_input["run_id"]
-        caller = Caller.model_validate(run_input["caller"])
         options = RunOptions.model_validate(run_input["options"])
-        tools = ToolContext.for_caller(
-            self.store, caller.groups, caller.project, default_k=options.k
-        )
-        tools.search_fn = self.search_fn
-        context = RunContext(tools=tools, executor=self.executor, policy=self.policy, sink=sink)
         config: RunnableConfig = {
             "configurable": {"thread_id": run_id},
             "recursion_limit": _RECURSION_LIMIT,
         }
         failed_in: dict[str, Any] = {}  # where an error is reported in the trace
         try:
+            caller = (
+                caller_source()
+                if caller_source is not None
+                else Caller.model_validate(run_input["caller"])
+            )
+            tools = ToolContext.for_caller(
+                self.store, caller.groups, caller.project, default_k=options.k
+            )
+            tools.search_fn = self.search_fn
+            parts: dict[str, Any] = {
+                "tools": tools,
+                "executor": self.executor,
+                "policy": self.policy,
+                "sink": sink,
+            }
+            context = (
+                RunContext(**parts)
+                if caller_source is None
+                else _FollowingContext(caller, caller_source, **parts)
+            )
             if graph_input is not None:  # a new run: round one's queries embed from here
                 failed_in = {"node": "plan", "round": 1}  # the plan node's work, done early
                 await nodes.plan_ahead(context, graph_input)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -22,7 +23,7 @@ def serve(
     from pydantic import ValidationError
 
     from api.app import create_app
-    from api.auth import AuthFileError, KeyRing
+    from api.auth import AuthFileError, KeyRing, request_reload
     from api.logging import configure_logging
     from api.settings import ApiSettings
     from api.sources import SourcesFileError, load_sources_file
@@ -50,6 +51,11 @@ def serve(
         fail(str(exc))
     configure_logging(settings.log_level, settings.log_json)
     app = create_app(settings)
+    if hasattr(signal, "SIGHUP"):
+        # Re-read the auth file (its keys also reload within a second of a change to the
+        # file). The handler only flags it: the key ring reads the file at its next use.
+        # Uvicorn handles SIGINT/SIGTERM only; SIGHUP would otherwise end the process.
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: request_reload())
     uvicorn.run(
         app,
         host=settings.host,

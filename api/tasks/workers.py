@@ -30,7 +30,7 @@ from api.schemas import TERMINAL, TaskProgress, TaskRequest, WebhookDelivery
 from api.tasks.store import Recovered, TaskStore
 from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, TraceEvent
-from graph.runner import UnknownRun
+from graph.runner import CallerRevoked, CallerSource, UnknownRun
 
 log = logging.getLogger("waypoint.api.tasks")
 
@@ -43,9 +43,12 @@ class ResearcherLike(Protocol):
         options: Any,
         run_id: str | None = None,
         on_event: Any = None,
+        caller_source: CallerSource | None = None,
     ) -> ResearchResult: ...
 
-    async def resume(self, run_id: str, on_event: Any = None) -> ResearchResult: ...
+    async def resume(
+        self, run_id: str, on_event: Any = None, caller_source: CallerSource | None = None
+    ) -> ResearchResult: ...
 
 
 class ChangeFeed:
@@ -292,8 +295,9 @@ class WorkerPool:
             await self._finish_failed(task_id, exc)
             await self.feed.notify()
             return
-        caller = Caller(user=row["user"], groups=self._groups_for(row), project=None)
-        caller = caller.model_copy(update={"project": request.project or self._project_for(row)})
+        # The caller is read from the task's key as it is now, here and at every step of the
+        # run (graph.runner.CallerSource): never from what the run stored when it started.
+        caller_source = self._caller_source(row, request.project)
         progress = TaskProgress.model_validate_json(row["progress"] or "{}")
         resume = bool(row["resume"])
 
@@ -305,9 +309,7 @@ class WorkerPool:
             try:
                 held = self.tasks.set_progress(task_id, progress)
                 if held:
-                    self.tasks.append_event(
-                        task_id, event.model_dump(mode="json", exclude={"seq"})
-                    )
+                    self.tasks.append_event(task_id, event.model_dump(mode="json", exclude={"seq"}))
             except Exception:  # the store failed: the run goes on (its trace keeps the event)
                 log.exception("task progress not recorded")
                 return
@@ -328,11 +330,18 @@ class WorkerPool:
             if resume:
                 self.tasks.mark_resumed(task_id)
                 try:
-                    return await self.researcher.resume(run_id, on_event=on_event)
+                    return await self.researcher.resume(
+                        run_id, on_event=on_event, caller_source=caller_source
+                    )
                 except UnknownRun:
                     log.info("no trace of the run before the restart: starting it afresh")
             return await self.researcher.run(
-                request.question, caller, request.run_options(), run_id=run_id, on_event=on_event
+                request.question,
+                caller_source(),
+                request.run_options(),
+                run_id=run_id,
+                on_event=on_event,
+                caller_source=caller_source,
             )
 
         runner = asyncio.create_task(drive())
@@ -347,6 +356,9 @@ class WorkerPool:
                 raise  # the pool is stopping: the task is released and resumes later
             self._cancel_requested.discard(task_id)
             await self._finish_cancelled(task_id)
+        except CallerRevoked as exc:  # not a fault: the key was deleted from the auth file
+            log.warning("task failed: its key was revoked")
+            await self._finish_failed(task_id, exc)
         except Exception as exc:  # recorded on the task and logged with its traceback
             log.exception("task failed")
             await self._finish_failed(task_id, exc)
@@ -381,13 +393,21 @@ class WorkerPool:
             await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
             log.info("task cancelled")
 
-    def _groups_for(self, row: Any) -> list[str]:
-        principal = self.keys.by_key_id(row["key_id"])
-        return list(principal.groups) if principal else []
+    def _caller_source(self, row: Any, project: str | None) -> CallerSource:
+        """The task's caller as its key is now: the key's current groups, the task's
+        project (else the key's). Raises CallerRevoked once the key is gone from the auth
+        file, or names another user (a key handed to someone else is not the task's)."""
+        key_id, user = row["key_id"], row["user"]
 
-    def _project_for(self, row: Any) -> str | None:
-        principal = self.keys.by_key_id(row["key_id"])
-        return principal.project if principal else None
+        def current() -> Caller:
+            principal = self.keys.by_key_id(key_id)
+            if principal is None or principal.user != user:
+                raise CallerRevoked("key revoked: the API key this task runs for was removed")
+            return Caller(
+                user=user, groups=list(principal.groups), project=project or principal.project
+            )
+
+        return current
 
     # ------------------------------------------------------------- webhooks
     def _spawn_delivery_if_needed(self, task_id: str) -> None:

@@ -118,6 +118,7 @@ class FakeResearcher:
         options: RunOptions,
         run_id: str | None = None,
         on_event: Any = None,
+        caller_source: Any = None,
     ) -> ResearchResult:
         run_id = run_id or "run_x"
         self.inputs[run_id] = (question, caller, options)
@@ -137,7 +138,9 @@ class FakeResearcher:
             await self.gate.wait()
         return await self._finish(run_id, on_event)
 
-    async def resume(self, run_id: str, on_event: Any = None) -> ResearchResult:
+    async def resume(
+        self, run_id: str, on_event: Any = None, caller_source: Any = None
+    ) -> ResearchResult:
         self.resumed.append(run_id)
         return await self._finish(run_id, on_event)
 
