@@ -1,0 +1,6 @@
+"""pydocs: an evaluation set over the Python 3.11 HTML documentation (Debian python3-doc).
+
+``build.py`` copies the pages into a folder outside git, ``corpus.json`` names that folder
+for the loader (:mod:`evalsets.corpus_spec`), ``check.py`` validates the questions against
+the built corpus. See README.md.
+"""
