@@ -12,7 +12,7 @@ export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
 DEMO_HOME := $(CURDIR)/.waypoint/demo
 DEMO_QUESTION ?= Ticket OPS-142 reports a spike of ERR-4012 errors. Who leads the team that owns the affected service?
 
-.PHONY: setup demo test test-unit test-integration test-e2e lint bench clean help
+.PHONY: setup demo test test-unit test-integration test-e2e lint bench clean help pydocs
 
 help:
 	@echo "make demo   ingest the sample corpus and answer a multi-hop question with a trace"
@@ -79,6 +79,12 @@ bench: setup
 	$(BIN)/python benchmarks/fanout.py --out benchmarks/results/fanout.json
 	$(BIN)/python benchmarks/query_encoder.py --out benchmarks/results/query_encoder.json
 	$(BIN)/python benchmarks/serve_load.py --concurrency 20 --duration 60 --out benchmarks/results/serve_load.json
+
+# The pydocs evaluation set's corpus (evalsets/pydocs): the Python 3.11 HTML docs of the
+# Debian package python3-doc, a subset copied outside git (.waypoint/pydocs-corpus).
+pydocs:
+	test -f /usr/share/doc/python3/html/library/functools.html || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-doc >/dev/null)
+	$(PY) evalsets/pydocs/build.py
 
 clean:
 	rm -rf .waypoint .pytest_cache .mypy_cache .ruff_cache
