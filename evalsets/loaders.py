@@ -292,8 +292,11 @@ def load_acme_questions(path: Path) -> tuple[list[EvalQuestion], list[SkippedRow
 
 def load_acme(questions_path: Path, corpus_dir: Path | None = None) -> EvalSet:
     """Questions plus the corpus folders ingested through the real connectors."""
+    from evalsets.corpus_spec import load_spec_set
     from retrieval.connectors import load_path
 
+    if corpus_dir is None and (spec_set := load_spec_set(questions_path)) is not None:
+        return spec_set  # a corpus.json beside the questions names the corpus folders
     corpus_dir = corpus_dir or questions_path.parent / "corpus"
     if not corpus_dir.is_dir():
         raise EvalInputError(f"no corpus folder next to the questions: {corpus_dir}")
