@@ -24,6 +24,7 @@ from api.sources import SourceSync, load_sources_file
 from api.tasks.store import TaskStore
 from api.tasks.workers import ChangeFeed, WorkerPool
 from api.webhooks import WebhookSender
+from retrieval.engines.base import is_engine_panic
 
 log = logging.getLogger("waypoint.api")
 
@@ -81,6 +82,44 @@ class RequestContextMiddleware:
             f"request body exceeds {self.max_body_bytes} bytes",
             field="body",
         )
+
+
+class NativeErrorGuard:
+    """A JSON 500 for what escapes every exception handler: a panic in a Rust binding.
+
+    pyo3 raises a panic as ``PanicException``, a BaseException: FastAPI's handlers and
+    Starlette's error middleware catch Exception only, so the server answered such a
+    request with a plain-text 500 (a search with a recall depth of 2^62 did). Cancellation
+    and interpreter exit pass through untouched.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except BaseException as exc:
+            if not is_engine_panic(exc):
+                raise
+            log.error("engine panic", exc_info=exc)
+            if started:
+                return  # mid-response (a stream): the connection ends, the log says why
+            response = error_response(
+                500, "engine_error", "an engine failed on this request; see the server log"
+            )
+            await response(scope, receive, send)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -193,6 +232,8 @@ def create_app(
 
     for module in (health, answers, tasks, runs, search, sources, ui):
         app.include_router(module.router)
+    # Added first, so it runs inside the request context (its 500 carries the request id).
+    app.add_middleware(NativeErrorGuard)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     return app
 

@@ -13,16 +13,25 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.errors import ErrorDetail
 from graph.models import ResearchResult, RunOptions, TraceEvent
-from retrieval.search_models import SearchOptions
+from retrieval.search_models import MAX_NAME_CHARS, SearchOptions
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Floats must be finite: NaN or Infinity in an option is refused (422), not computed with.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+PROJECT_DESCRIPTION = (
+    "Scope; default: the key's project. A project that does not exist and one holding "
+    "nothing this key may read are refused alike (422 unknown_project)"
+)
 
 
 class AnswerRequest(_Strict):
     question: str = Field(min_length=1, description="The question (length capped by the server)")
-    project: str | None = Field(default=None, description="Scope; default: the key's project")
+    project: str | None = Field(
+        default=None, max_length=MAX_NAME_CHARS, description=PROJECT_DESCRIPTION
+    )
     mode: Literal["hybrid", "iterative"] | None = None
     max_rounds: int | None = Field(default=None, ge=1, le=10)
 
@@ -133,10 +142,12 @@ class RunTrace(BaseModel):
 
 
 class SearchRequest(SearchOptions):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    query: str = Field(min_length=1)
-    project: str | None = None
+    query: str = Field(min_length=1, description="The query (length capped by the server)")
+    project: str | None = Field(
+        default=None, max_length=MAX_NAME_CHARS, description=PROJECT_DESCRIPTION
+    )
 
 
 class SourceView(BaseModel):

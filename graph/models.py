@@ -29,8 +29,8 @@ class RunOptions(BaseModel):
     mode: Literal["hybrid", "iterative"] = "iterative"
     max_rounds: int = Field(default=4, ge=1, le=10)
     max_tool_calls: int = Field(default=24, ge=1, le=200)
-    wall_time_s: float = Field(default=120.0, gt=0)
-    max_tokens: int = Field(default=20_000, ge=100)
+    wall_time_s: float = Field(default=120.0, gt=0, le=3_600, allow_inf_nan=False)
+    max_tokens: int = Field(default=20_000, ge=100, le=1_000_000)
     budget: int = Field(default=10, ge=1, le=100)  # evidence items handed to synthesis
     k: int = Field(default=10, ge=1, le=100)  # hits per search call
 

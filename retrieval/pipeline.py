@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from retrieval import rerank as rerank_stage
-from retrieval.engines.base import DeferredHit, Hit, SearchFilter, load_records
+from retrieval.engines.base import DeferredHit, Hit, SearchFilter, is_engine_panic, load_records
 from retrieval.fusion import FusedItem, cap_per_doc, rrf_fuse
 from retrieval.leg_cache import DenseLegCache, leg_key
 from retrieval.placement import engine_call
@@ -244,7 +244,7 @@ async def hybrid_search(
         "dense": query.strip() if options.dense_query == "original" else rewritten,
     }
     flt = narrow_filter(flt, options)
-    corpus_size = int(await engine_call(store, "corpus_size", store.corpus_size))
+    corpus_size = await _visible_size(store, flt)
     depth = recall_depth(corpus_size, options.k, options.depth)
 
     # -- 2. legs, concurrently -------------------------------------------------------
@@ -288,7 +288,7 @@ async def hybrid_search(
     leg_hits: dict[str, list[Hit]] = {}
     for leg, outcome in zip(legs, outcomes, strict=True):
         if isinstance(outcome, BaseException):
-            if not isinstance(outcome, Exception):
+            if not isinstance(outcome, Exception) and not is_engine_panic(outcome):
                 raise outcome  # cancellation / interpreter exit: not a leg failure
             reason = (
                 f"timed out after {options.leg_timeout_s:g}s"
@@ -438,6 +438,15 @@ async def hybrid_search(
         signals=signals,
         rerank_model=rerank_model,
     )
+
+
+async def _visible_size(store: Any, flt: SearchFilter) -> int:
+    """The records ``flt`` admits, where the store can count them; else the whole corpus
+    (test doubles and stores holding only what every caller may read)."""
+    visible = getattr(store, "visible_size", None)
+    if visible is None:
+        return int(await engine_call(store, "corpus_size", store.corpus_size))
+    return int(await engine_call(store, "visible_size", visible, flt))
 
 
 def _one_hit_per_id(leg_hits: dict[str, list[Hit]]) -> dict[str, Hit]:

@@ -3,39 +3,74 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from retrieval.records import Meta, Record
 
+# Upper bounds of the per-query options. Every number a caller sends is bounded, because
+# the engines size their buffers from them: a recall depth of 10^12 once made tantivy
+# reserve 16 TB and abort the process. The bounds sit well above any useful value.
+MAX_K = 200
+MAX_DEPTH = 1_000  # per-leg recall depth (the evaluations use 100 at most)
+MAX_RRF_K = 1_000
+MAX_LEG_WEIGHT = 100.0
+MAX_PER_DOC_CAP = 200
+MAX_IDF_GATE = 100.0  # a mean IDF is ln(N) at most: 100 is past any corpus
+MAX_HALF_LIFE_DAYS = 36_500.0  # a century
+MAX_EXPAND_NEIGHBORS = 200
+MAX_LEG_TIMEOUT_S = 300.0
+MAX_EXPLAIN_DEPTH = 1_000
+MAX_SOURCES = 100
+MAX_NAME_CHARS = 200  # a source or project name
+LegName = Annotated[str, StringConstraints(pattern="^(lexical|dense)$")]
+
 
 class SearchOptions(BaseModel):
-    """Per-query options (apart from infrastructure settings)."""
+    """Per-query options (apart from infrastructure settings). Every number is bounded
+    (see the ``MAX_*`` constants) and floats must be finite: NaN or Infinity is refused."""
 
-    k: int = Field(default=10, ge=1, le=200)
-    legs: list[str] = Field(default_factory=lambda: ["lexical", "dense"])
-    leg_weights: dict[str, float] = Field(default_factory=dict)  # default 1.0 per leg
-    rrf_k: int = 60
-    depth: int | None = None  # per-leg recall depth; None = dynamic from corpus size
-    per_doc_cap: int = 2
+    k: int = Field(default=10, ge=1, le=MAX_K)
+    legs: list[LegName] = Field(
+        default_factory=lambda: ["lexical", "dense"], min_length=1, max_length=2
+    )
+    # default 1.0 per leg
+    leg_weights: dict[LegName, Annotated[float, Field(ge=0, le=MAX_LEG_WEIGHT)]] = Field(
+        default_factory=dict,
+        max_length=2,
+        # the schema says what validation does: keys other than the legs' are refused
+        json_schema_extra={"additionalProperties": False},
+    )
+    rrf_k: int = Field(default=60, ge=0, le=MAX_RRF_K)
+    # per-leg recall depth; None = dynamic from the size of what the caller may read
+    depth: int | None = Field(default=None, ge=1, le=MAX_DEPTH)
+    per_doc_cap: int = Field(default=2, ge=1, le=MAX_PER_DOC_CAP)
     rerank: bool = True
-    idf_gate: float | None = None  # drop hits whose mean IDF is below this
-    age_decay_half_life_days: float | None = None
-    expand_neighbors: int = 0  # expand the final top-N hits with adjacent sections
+    # drop hits whose mean IDF is below this
+    idf_gate: float | None = Field(default=None, ge=0, le=MAX_IDF_GATE)
+    age_decay_half_life_days: float | None = Field(default=None, gt=0, le=MAX_HALF_LIFE_DAYS)
+    # expand the final top-N hits with adjacent sections
+    expand_neighbors: int = Field(default=0, ge=0, le=MAX_EXPAND_NEIGHBORS)
     rewrite: bool = True
-    sources: list[str] | None = None
+    sources: list[Annotated[str, Field(max_length=MAX_NAME_CHARS)]] | None = Field(
+        default=None, max_length=MAX_SOURCES
+    )
     time_from: datetime | None = None
     time_to: datetime | None = None
     # Added by the search pipeline (all optional, defaults keep the original behaviour):
-    rerank_depth: int = Field(default=50, ge=1, le=200)  # fused candidates the reranker scores
-    leg_timeout_s: float = Field(default=30.0, gt=0)  # a slower leg is dropped with a warning
+    # fused candidates the reranker scores
+    rerank_depth: int = Field(default=50, ge=1, le=MAX_K)
+    # a slower leg is dropped with a warning
+    leg_timeout_s: float = Field(default=30.0, gt=0, le=MAX_LEG_TIMEOUT_S)
     # Which query the dense leg embeds (see retrieval/pipeline.py for the measurement).
     dense_query: Literal["original", "rewritten"] = "original"
     # How many entries of each ranked list (legs, fused, capped, reranked) the result keeps;
     # None = all. A caller that reports only the top of each list (the research loop's
     # trace) need not have the rest built.
-    explain_depth: int | None = Field(default=None, ge=1, le=1000)
+    explain_depth: int | None = Field(default=None, ge=1, le=MAX_EXPLAIN_DEPTH)
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
 
 class Locator(BaseModel):
@@ -94,6 +129,8 @@ class SearchResult(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     depth: int = 0
+    # Records the caller may read within the search's scope (its ACL groups, project and
+    # sources), never the whole index: hidden records are not counted.
     corpus_size: int = 0
     # Added by the search pipeline (optional):
     leg_queries: dict[str, str] = Field(default_factory=dict)  # the text each leg received

@@ -309,13 +309,21 @@ class Store:
         after every content change)."""
         if not self.catalog.idle():
             return False
-        if name == "lookup":
+        if name in ("lookup", "visible_size"):
             view = self._docs_view
             return view is not None and view.version == self.version()
         return True
 
     def corpus_size(self) -> int:
+        """Every record of the index: for operators (reindex progress), never for a caller,
+        who is told :meth:`visible_size` instead."""
         return self.catalog.count_chunks()
+
+    def visible_size(self, flt: SearchFilter) -> int:
+        """Records of the documents ``flt`` admits (ACL, sources, documents; time bounds
+        aside): the corpus size a caller may learn and a search's depth is derived from.
+        The whole index's size would tell a caller how many records it may not read."""
+        return self._documents_view().chunk_count(flt)
 
     def version(self) -> int:
         """Changes with every ingest that changed something, delete and ACL change (in any
@@ -470,6 +478,18 @@ class _DocumentsView:
                 self.by_entity.setdefault(e.casefold(), []).append(d)
         self._visible: dict[SearchFilter, tuple[dict[str, list[DocumentRow]], dict[int, list[str]]]]
         self._visible = {}
+        self._counts: dict[SearchFilter, int] = {}
+
+    def chunk_count(self, flt: SearchFilter) -> int:
+        """Chunks of the documents ``flt`` admits (kept per filter, as the titles are)."""
+        found = self._counts.get(flt)
+        if found is None:
+            found = sum(d.chunk_count for d in self.docs if _admits(flt, d))
+            if len(self._counts) >= self._FILTERS_KEPT:
+                # the oldest; another thread may have dropped it already
+                self._counts.pop(next(iter(self._counts), flt), None)
+            self._counts[flt] = found
+        return found
 
     def _admitted(
         self, flt: SearchFilter

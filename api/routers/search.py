@@ -13,7 +13,8 @@ from api.schemas import SearchRequest
 from retrieval.search_models import SearchOptions, SearchResult
 
 router = APIRouter(prefix="/v1", tags=["search"])
-_ERRORS = error_responses(401, 413, 422, 429, 503)
+# 400: a body that is not JSON (malformed_json); 500: an engine failed (engine_error).
+_ERRORS = error_responses(400, 401, 413, 422, 429, 500, 503)
 
 
 @router.post("/search", response_model=SearchResult, operation_id="search", responses=_ERRORS)
@@ -28,6 +29,8 @@ async def search(body: SearchRequest, principal: PrincipalDep, services: Service
             f"query is {len(body.query)} characters; the limit is {limit}",
             field="query",
         )
+    if not body.query.strip():
+        raise ApiError(422, "invalid_request", "query is blank", field="query")
     project = body.project or principal.project
     flt = check_scope(services, list(principal.groups), project, field="project")
     if body.sources is not None:
@@ -35,7 +38,6 @@ async def search(body: SearchRequest, principal: PrincipalDep, services: Service
         narrowed = tuple(s for s in body.sources if allowed is None or s in allowed)
         flt = type(flt)(**{**flt.__dict__, "sources": narrowed})
     options = SearchOptions.model_validate(body.model_dump(exclude={"query", "project"}))
-    try:
-        return await hybrid_search(services.store, body.query, flt, options)
-    except ValueError as exc:  # bad option combinations (e.g. an unknown leg)
-        raise ApiError(422, "invalid_search_options", str(exc)) from exc
+    # Every option was checked at the edge (bounds, legs): an error from here on is the
+    # service's (engines answer 503 when no leg answered, anything else a JSON 500).
+    return await hybrid_search(services.store, body.query, flt, options)

@@ -150,6 +150,17 @@ def load_records(hits: Iterable[Hit]) -> set[str]:
     return gone
 
 
+def is_engine_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a panic inside a Rust engine binding (pyo3's ``PanicException``).
+
+    pyo3 derives it from BaseException, so ``except Exception`` lets it through as if the
+    interpreter were exiting; it is an engine failure like any other (tantivy panicked with
+    "capacity overflow" on a recall depth of 2^62) and is handled as one.
+    """
+    kind = type(exc)
+    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
+
+
 @runtime_checkable
 class LexicalEngine(Protocol):
     """BM25 over record text. Stores the full record so hits carry text + metadata."""

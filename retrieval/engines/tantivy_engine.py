@@ -335,7 +335,13 @@ class TantivyLexicalEngine:
             return []
         full = Query.boolean_query([(Occur.Must, text_query)] + [(Occur.Must, f) for f in filters])
         searcher = self._shared.index.searcher()  # one snapshot for search + fetch
-        result = searcher.search(full, limit=k, count=False)
+        # tantivy reserves room for ``limit`` hits up front: a limit of 10^12 is a 16 TB
+        # allocation that aborts the process, 2^62 a panic. No search finds more than the
+        # index holds.
+        limit = min(k, int(searcher.num_docs))
+        if limit <= 0:
+            return []
+        result = searcher.search(full, limit=limit, count=False)
         hits: list[Hit] = []
         for rank, (score, address) in enumerate(result.hits, start=1):
             record = _stored_record(searcher, address)

@@ -120,6 +120,14 @@ def test_engine_satisfies_protocol(engine: LexicalEngine) -> None:
     assert engine.search("anything", 5, ANYONE) == []
 
 
+@pytest.mark.parametrize("k", [2**62, 2**63 - 1])
+def test_a_huge_k_returns_what_there_is(engine: LexicalEngine, k: int) -> None:
+    # tantivy reserves room for k hits: 2^62 panicked ("capacity overflow") and 10^12 (not
+    # run here: it aborted the process) asked for 16 TB. No search finds more than exists.
+    engine.upsert([rec("wiki:z#0", "zebra crossing"), *FILLER])
+    assert ids(engine.search("zebra", k, ANYONE)) == ["wiki:z#0"]
+
+
 def test_round_trip_get_count_ids_for_doc(engine: LexicalEngine) -> None:
     records = [
         rec("wiki:guide#2", "third part", title="Guide", author="ana", heading_path=["A", "B"]),

@@ -169,13 +169,24 @@ async def test_result_exposes_every_stage(store: Store) -> None:
     result = await hybrid_search(store, "who leads the search service?", PUBLIC)
     assert result.original_query == "who leads the search service?"
     assert result.leg_queries["dense"] == "who leads the search service?"
-    assert result.corpus_size == store.corpus_size() and result.depth == 20
+    assert result.depth == 20
     assert result.hits[0].doc_id == "test:search-service"
     assert len(result.legs["lexical"]) <= 20 and len(result.legs["dense"]) == 20
     stages = {"rewrite", "lexical", "dense", "fuse", "rerank", "expand", "total"}
     assert stages <= set(result.timings_ms)  # every stage timed, none left out
     # Without a configured cross-encoder the stage is skipped, and the result says so.
     assert result.reranked is None and NO_MODEL_WARNING in result.warnings
+
+
+async def test_corpus_size_counts_only_what_the_caller_may_read(store: Store) -> None:
+    # The board minutes are hidden from the public: the index's own size would tell a
+    # caller that one record exists that it may not read.
+    public = await hybrid_search(store, "who leads the search service?", PUBLIC)
+    assert public.corpus_size == store.corpus_size() - 1
+    board = SearchFilter.for_groups(["board"])
+    assert (await hybrid_search(store, "acquisition", board)).corpus_size == store.corpus_size()
+    runbook = SearchFilter.for_groups(["board"], doc_ids=("test:runbook",))
+    assert (await hybrid_search(store, "failover", runbook)).corpus_size == len(RUNBOOK)
 
 
 async def test_acl_is_respected_in_every_leg(store: Store) -> None:
