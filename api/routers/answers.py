@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
@@ -28,7 +28,7 @@ router = APIRouter(prefix="/v1", tags=["answers"])
     operation_id="create_answer",
     response_model=ResearchResult,
     responses={
-        **error_responses(401, 413, 422, 429, 504),
+        **error_responses(400, 401, 413, 422, 429, 504),
         200: {
             "description": "The final result (JSON), or with `Accept: text/event-stream` a "
             "stream: metadata, plan, tool_call, tool_result, evidence, round, token, "
@@ -57,7 +57,8 @@ async def create_answer(
         try:
             result = await asyncio.wait_for(
                 _bounded(
-                    services, services.researcher.run(body.question, caller, options, run_id=run_id)
+                    services,
+                    lambda: services.researcher.run(body.question, caller, options, run_id=run_id),
                 ),
                 timeout=services.settings.answer_timeout_s,
             )
@@ -76,12 +77,16 @@ async def create_answer(
     return result
 
 
-async def _bounded(services: Services, run: Coroutine[Any, Any, ResearchResult]) -> ResearchResult:
-    """Run once a slot is free: a burst of answers queues instead of thrashing the engines."""
+async def _bounded(
+    services: Services, run: Callable[[], Coroutine[Any, Any, ResearchResult]]
+) -> ResearchResult:
+    """Run once a slot is free: a burst of answers, JSON or streamed, queues instead of
+    thrashing the engines (``max_concurrent_answers``). ``run`` is called only then, so a
+    request that gives up while queued leaves no coroutine behind."""
     if services.answer_slots is None:
-        return await run
+        return await run()
     async with services.answer_slots:
-        return await run
+        return await run()
 
 
 def _synthetic(run_id: str, etype: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -107,9 +112,14 @@ async def _stream(
     async def run() -> ResearchResult:
         with bound(run_id=run_id):
             try:
+                # The same slots as a JSON answer: a streamed run waits its turn too (it
+                # holds its stream open meanwhile, after the metadata event).
                 return await asyncio.wait_for(
-                    services.researcher.run(
-                        question, caller, options, run_id=run_id, on_event=on_event
+                    _bounded(
+                        services,
+                        lambda: services.researcher.run(
+                            question, caller, options, run_id=run_id, on_event=on_event
+                        ),
                     ),
                     timeout=services.settings.answer_timeout_s,
                 )
