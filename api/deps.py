@@ -108,10 +108,26 @@ def resolve_caller(
 
 
 def check_scope(services: Services, groups: list[str], project: str | None, field: str) -> Any:
-    """Build the caller's engine filter; an unknown project is the caller's mistake (422)."""
+    """Build the caller's engine filter; an unknown project is the caller's mistake (422).
+
+    A project that exists but holds no document the caller may read gets the very same
+    answer: telling the two apart would let any key list the projects of others.
+    """
     from retrieval.store import StoreError
 
     try:
-        return services.store.filter_for(groups, project)
+        flt = services.store.filter_for(groups, project)
     except StoreError as exc:
-        raise ApiError(422, "unknown_project", str(exc), field=field) from exc
+        raise unknown_project(project, field) from exc
+    if project and not services.store.visible_size(flt):
+        raise unknown_project(project, field)
+    return flt
+
+
+def unknown_project(project: str | None, field: str) -> ApiError:
+    return ApiError(
+        422,
+        "unknown_project",
+        f"unknown project {project!r}: it does not exist or holds nothing this key may read",
+        field=field,
+    )
