@@ -17,8 +17,10 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from tenacity import (
@@ -103,44 +105,95 @@ def verify(
     raise WebhookVerificationError("no matching signature")
 
 
-def _address_is_private(addr: str) -> bool:
+def _address_is_refused(addr: str) -> bool:
+    """Anything but a globally routable unicast address: private, loopback, link-local,
+    shared (100.64.0.0/10, where cloud metadata services live), reserved, multicast, and
+    every IPv6 form that embeds an IPv4 address (mapped, 6to4, NAT64, Teredo) unless the
+    embedded address is itself global. ``is_global`` alone says yes to 2002::/16 (6to4),
+    whose 2002:7f00:1:: is 127.0.0.1.
+    """
     ip = ipaddress.ip_address(addr.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return (
-        ip.is_private
-        or ip.is_loopback
-        or ip.is_link_local
-        or ip.is_multicast
-        or ip.is_reserved
-        or ip.is_unspecified
-    )
+    if not ip.is_global or ip.is_multicast:
+        return True
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
+        if ip in _NAT64:
+            embedded.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+        return any(e is not None and _address_is_refused(str(e)) for e in embedded)
+    return False
 
 
-async def check_destination(url: str, allow_private: bool) -> None:
-    """Refuse non-http(s) URLs and (unless allowed) any that resolve to a private address.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A checked webhook URL and the address it was checked at (None: not pinned, when
+    private destinations are allowed); delivery connects to that address and no other."""
+
+    url: str
+    address: str | None = None
+
+
+async def _resolve(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to (one DNS look-up)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+async def check_destination(url: str, allow_private: bool) -> Destination:
+    """Refuse non-http(s) URLs and (unless allowed) any that resolve to an address that is
+    not globally routable; return the address to connect to.
 
     Checked at submission (a clear 422) and again before every delivery, because DNS may
-    have changed in between.
+    have changed in between. The delivery connects to the address checked here: resolving
+    again to connect would let a name answer a public address to the check and a private
+    one to the connection (DNS rebinding).
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookUrlError("webhook_url must be an absolute http(s) URL")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:  # a port out of range or not a number
+        raise WebhookUrlError("webhook_url has an invalid port") from exc
     if allow_private:
-        return
+        return Destination(url)
     host = parts.hostname
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            host, parts.port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM
-        )
-    except socket.gaierror as exc:
+        addresses = await _resolve(host, port)
+    except (socket.gaierror, UnicodeError) as exc:
         raise WebhookUrlError(f"webhook_url host {host!r} does not resolve") from exc
-    for info in infos:
-        if _address_is_private(str(info[4][0])):
+    if not addresses:
+        raise WebhookUrlError(f"webhook_url host {host!r} does not resolve")
+    for address in addresses:
+        if _address_is_refused(address):
             raise WebhookUrlError(
-                f"webhook_url resolves to a private or loopback address ({info[4][0]}); "
-                "set WAYPOINT_WEBHOOK_ALLOW_PRIVATE=true to allow it"
+                f"webhook_url resolves to a private, loopback or otherwise non-global "
+                f"address ({address}); set WAYPOINT_WEBHOOK_ALLOW_PRIVATE=true to allow it"
             )
+    return Destination(url, addresses[0])
+
+
+def _pinned_request(
+    destination: Destination, headers: dict[str, str]
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """URL, headers and request extensions that reach the checked address: the URL's host
+    replaced by it, the Host header and TLS server name (SNI, and the certificate check)
+    kept as the name the caller gave."""
+    if destination.address is None:
+        return destination.url, headers, {}
+    parts = urlsplit(destination.url)
+    host = parts.hostname or ""
+    ip = ipaddress.ip_address(destination.address.split("%", 1)[0])
+    literal = f"[{ip}]" if ip.version == 6 else str(ip)
+    netloc = literal if parts.port is None else f"{literal}:{parts.port}"
+    url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    host_header = parts.netloc.rpartition("@")[2]  # no userinfo in a Host header
+    extensions: dict[str, Any] = {}
+    if parts.scheme == "https":
+        extensions["sni_hostname"] = host
+    return url, {**headers, "host": host_header}, extensions
 
 
 class _Undelivered(Exception):
@@ -210,9 +263,13 @@ class WebhookSender:
     ) -> None:
         at = datetime.now(UTC)
         try:
-            await check_destination(url, self.allow_private)
+            destination = await check_destination(url, self.allow_private)
+            content = body.encode("utf-8")
+            target, headers, extensions = _pinned_request(
+                destination, signed_headers(secret, webhook_id, body)
+            )
             response = await client.post(
-                url, content=body.encode("utf-8"), headers=signed_headers(secret, webhook_id, body)
+                target, content=content, headers=headers, extensions=extensions
             )
         except (httpx.HTTPError, WebhookUrlError) as exc:
             on_attempt(
