@@ -1,0 +1,162 @@
+"""The pydocs evaluation set: its questions, its corpus builder and the corpus.json hook."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from evalsets.corpus_spec import read_corpus_spec
+from evalsets.loaders import EvalInputError, load_acme_questions, load_questions, question_split
+from evalsets.pydocs import build, check
+from retrieval.connectors import load_path
+
+QUESTIONS = check.QUESTIONS
+MINIMUM = {"single_hop": 25, "multi_hop": 15, "comparison": 8, "identifier": 8, "unanswerable": 8}
+
+
+def test_questions_parse_and_are_well_formed() -> None:
+    questions, skipped = load_acme_questions(QUESTIONS)
+    assert not skipped
+    assert len(questions) >= 80
+    rows = check.read_rows()
+    assert check.row_problems(rows) == []
+    counts = Counter(q.type for q in questions)
+    assert all(counts[t] >= n for t, n in MINIMUM.items()), counts
+    assert all(q.user == "eval" and q.groups == [] for q in questions)
+
+
+def test_every_type_is_in_both_halves() -> None:
+    halves = Counter((q.type, question_split(q.id)) for q in load_acme_questions(QUESTIONS)[0])
+    for qtype in MINIMUM:
+        assert halves[(qtype, "tune")] and halves[(qtype, "report")], qtype
+
+
+def test_row_problems_catch_bad_rows() -> None:
+    good = check.read_rows()[0]
+    refused = {**good, "id": "x-2", "type": "unanswerable", "expect": "refuse"}
+    bad_id = {**good, "id": "x-3", "gold_docs": ["wiki:a.md"]}
+    problems = check.row_problems([good, good, refused, bad_id])
+    assert any("used 2 times" in p for p in problems)
+    assert any(p.startswith("x-2: a refused row") for p in problems)
+    assert any(p.startswith("x-3: gold id") for p in problems)
+
+
+def test_gold_pages_exist_in_the_built_corpus_and_state_the_answer(tmp_path: Path) -> None:
+    spec = read_corpus_spec(QUESTIONS)
+    assert spec is not None and [s.source for s in spec.sources] == ["pydocs"]
+    corpus = spec.sources[0].path
+    if not corpus.is_dir():
+        pytest.skip(f"pydocs corpus not built ({corpus}): make pydocs")
+    rows = check.read_rows()
+    gold = sorted({d for r in rows for d in r["gold_docs"]})
+    rels = [d.removeprefix("pydocs:") for d in gold]
+    missing = [rel for rel in rels if not (corpus / rel).is_file()]
+    assert not missing
+    # Only the gold pages, at the same relative paths: the same ids and text as the whole
+    # folder gives, read through the same connector, in a fraction of the time.
+    for rel in rels:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(corpus / rel, tmp_path / rel)
+    result = load_path(tmp_path, source="pydocs")
+    assert not result.failures
+    pages: dict[str, list[str]] = {}
+    for rec in result.records:
+        pages.setdefault(str(rec.metadata["doc_id"]), []).append(rec.text)
+    assert sorted(pages) == gold
+    assert check.corpus_problems(rows, {d: "\n".join(t) for d, t in pages.items()}) == []
+
+
+def _acme_row(qid: str, gold: list[str]) -> dict[str, object]:
+    return {
+        "id": qid,
+        "question": "what is the answer?",
+        "answer": "forty-two",
+        "answer_aliases": [],
+        "type": "single_hop",
+        "gold_docs": gold,
+        "as": {"user": "eval", "groups": []},
+        "expect": "answer",
+        "notes": "",
+    }
+
+
+def _set_folder(tmp_path: Path, spec: Mapping[str, object] | None) -> Path:
+    folder = tmp_path / "myset"
+    folder.mkdir()
+    questions = folder / "questions.jsonl"
+    questions.write_text(json.dumps(_acme_row("q-1", ["docs:guide/page.html"])) + "\n")
+    if spec is not None:
+        (folder / "corpus.json").write_text(json.dumps(spec))
+    pages = tmp_path / "outside" / "guide"
+    pages.mkdir(parents=True)
+    (pages / "page.html").write_text(
+        "<html><head><title>Page</title></head><body><h1>Guide</h1>"
+        "<p>The answer is forty-two.</p></body></html>"
+    )
+    return questions
+
+
+def test_corpus_json_names_a_folder_outside_the_set(tmp_path: Path) -> None:
+    spec = {"sources": [{"path": "../outside", "source": "docs"}], "build": "make docs"}
+    evalset = load_questions(_set_folder(tmp_path, spec), split="all")
+    assert evalset.kind == "acme" and evalset.dataset == "myset"
+    assert [q.gold for q in evalset.questions] == [["docs:guide/page.html"]]
+    assert {r.metadata["doc_id"] for r in evalset.records} == {"docs:guide/page.html"}
+    assert {tuple(r.metadata["acl"]) for r in evalset.records} == {("public",)}
+
+
+def test_corpus_json_env_override_and_missing_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = {
+        "sources": [{"path": "../not-built", "source": "docs", "env": "TEST_PYDOCS_DIR"}],
+        "build": "make docs",
+    }
+    questions = _set_folder(tmp_path, spec)
+    with pytest.raises(EvalInputError, match="make docs"):
+        load_questions(questions)
+    monkeypatch.setenv("TEST_PYDOCS_DIR", str(tmp_path / "outside"))
+    evalset = load_questions(questions, split="all")
+    assert {r.metadata["doc_id"] for r in evalset.records} == {"docs:guide/page.html"}
+
+
+def test_without_corpus_json_the_acme_rule_holds(tmp_path: Path) -> None:
+    with pytest.raises(EvalInputError, match="no corpus folder"):
+        load_questions(_set_folder(tmp_path, None))
+
+
+def test_build_copies_the_subset_and_prunes(tmp_path: Path) -> None:
+    src = tmp_path / "html"
+    for rel in (
+        "library/functools.html",
+        "library/asyncio/sub.html",
+        "howto/sorting.html",
+        "glossary.html",
+        "c-api/abstract.html",
+        "genindex.html",
+        "whatsnew/3.11.html",
+        "library/notes.txt",
+    ):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(f"<html><body><p>{rel}</p></body></html>")
+    out = tmp_path / "corpus"
+    assert build.find_source(src) == src.resolve()
+    assert build.build(src, out) == (4, 0)
+    got = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert got == [
+        "glossary.html",
+        "howto/sorting.html",
+        "library/asyncio/sub.html",
+        "library/functools.html",
+    ]
+    assert build.build(src, out) == (0, 0)  # up to date: nothing copied
+    (out / "library" / "stale.html").write_text("old")
+    assert build.build(src, out) == (0, 1)
+    assert build.main(["--src", str(src), "--out", str(out), "--check"]) == 0
+    with pytest.raises(SystemExit):
+        build.find_source(tmp_path / "nowhere")
