@@ -121,9 +121,12 @@ CREATE TABLE IF NOT EXISTS workers (
 # A running task back to the queue, marked to resume from its checkpoints, held by no one
 # (completed with the condition on which tasks).
 _REQUEUE = "UPDATE tasks SET status = 'queued', resume = 1, owner = NULL WHERE status = 'running'"
-_UNSENT_WEBHOOK = (
-    "webhook_state = 'pending' AND status IN ('succeeded', 'failed', 'cancelled')"
-)
+_UNSENT_WEBHOOK = "webhook_state = 'pending' AND status IN ('succeeded', 'failed', 'cancelled')"
+
+# A webhook attempt logged before it is sent, and what it says once the process that sent
+# it is known to have stopped before its outcome was logged.
+DELIVERY_IN_FLIGHT = "in flight"
+DELIVERY_INTERRUPTED = "interrupted: the sending process stopped; the outcome is unknown"
 
 # Columns added after the first release, added to an older database when it is opened
 # (new ones get them the same way): who holds a running task, a sync job or an
@@ -528,7 +531,9 @@ class TaskStore(ABC):
 
     # --------------------------------------------------------------- events
     def append_event(self, task_id: str, event: dict[str, Any]) -> int:
-        """Store an event with the task's next sequence id (1, 2, ...) and return it."""
+        """Store an event with the task's next sequence id and return it. Ids only grow:
+        events replaced by :meth:`replace_redone_events` leave gaps, never reused ids (a
+        client resuming after id n must not miss a later event numbered n)."""
         with self._tx() as db:
             self._lock_task_events(db, task_id)
             row = db.one(
@@ -540,6 +545,32 @@ class TaskStore(ABC):
                 (task_id, seq, json.dumps({**event, "seq": seq}, default=str)),
             )
         return seq
+
+    def replace_redone_events(self, task_id: str, node: str, round_no: int, before: int) -> int:
+        """A resumed run starts again with ``node`` of round ``round_no``: the events a
+        stopped attempt stored from that node's start on (up to ``before``, the resumed
+        task's own first event) are about to be emitted again, so they are deleted; the
+        count deleted. The stream then holds each step once: the kept steps, the resume,
+        the redone steps. Nothing is deleted when no stored step matches (the stopped
+        attempt never reached it)."""
+        with self._tx() as db:
+            self._lock_task_events(db, task_id)
+            rows = db.all(
+                # The pattern is a parameter: a literal % would be a placeholder to psycopg.
+                "SELECT seq, event FROM task_events WHERE task_id = ? AND seq < ?"
+                " AND event LIKE ? ORDER BY seq",
+                (task_id, before, "%node_start%"),
+            )
+            start = next(
+                (int(r["seq"]) for r in rows if _starts(json.loads(r["event"]), node, round_no)),
+                None,
+            )
+            if start is None:
+                return 0
+            return db.rowcount(
+                "DELETE FROM task_events WHERE task_id = ? AND seq >= ? AND seq < ?",
+                (task_id, start, before),
+            )
 
     def events_after(self, task_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]:
         rows = self._all(
@@ -562,19 +593,52 @@ class TaskStore(ABC):
             raise KeyError(task_id)
         return row["webhook_id"], row["webhook_body"]
 
-    def log_delivery(self, task_id: str, delivery: WebhookDelivery) -> None:
-        self._write(
-            "INSERT INTO deliveries (task_id, attempt, webhook_id, at, status_code, error, ok)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                task_id,
-                delivery.attempt,
-                delivery.webhook_id,
-                delivery.at.timestamp(),
-                delivery.status_code,
-                delivery.error,
-                int(delivery.ok),
+    def begin_delivery(self, task_id: str, attempt: int, webhook_id: str) -> None:
+        """Log an attempt as in flight before it is sent: a process stopped while sending
+        leaves it logged (see :meth:`interrupt_deliveries`), so the log never shows fewer
+        attempts than the receiver may have had."""
+        self.log_delivery(
+            task_id,
+            WebhookDelivery(
+                attempt=attempt,
+                webhook_id=webhook_id,
+                at=datetime.now(UTC),
+                error=DELIVERY_IN_FLIGHT,
+                ok=False,
             ),
+        )
+
+    def log_delivery(self, task_id: str, delivery: WebhookDelivery) -> None:
+        """Record an attempt's outcome: one row per attempt number (an attempt logged in
+        flight is completed in place)."""
+        args = (
+            delivery.webhook_id,
+            delivery.at.timestamp(),
+            delivery.status_code,
+            delivery.error,
+            int(delivery.ok),
+            task_id,
+            delivery.attempt,
+        )
+        with self._tx() as db:
+            updated = db.rowcount(
+                "UPDATE deliveries SET webhook_id = ?, at = ?, status_code = ?, error = ?, ok = ?"
+                " WHERE task_id = ? AND attempt = ?",
+                args,
+            )
+            if not updated:
+                db.rowcount(
+                    "INSERT INTO deliveries (webhook_id, at, status_code, error, ok, task_id,"
+                    " attempt) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    args,
+                )
+
+    def interrupt_deliveries(self, task_id: str) -> int:
+        """Attempts left in flight by a process that stopped: their outcome is unknown
+        (the receiver may have the webhook); said so in the log. The count."""
+        return self._write(
+            "UPDATE deliveries SET error = ? WHERE task_id = ? AND error = ?",
+            (DELIVERY_INTERRUPTED, task_id, DELIVERY_IN_FLIGHT),
         )
 
     def count_deliveries(self, task_id: str) -> int:
@@ -584,9 +648,7 @@ class TaskStore(ABC):
         self._write("UPDATE tasks SET webhook_state = ? WHERE id = ?", (state, task_id))
 
     def pending_webhooks(self) -> list[str]:
-        rows = self._all(
-            f"SELECT id FROM tasks WHERE {_UNSENT_WEBHOOK} ORDER BY finished_at"
-        )
+        rows = self._all(f"SELECT id FROM tasks WHERE {_UNSENT_WEBHOOK} ORDER BY finished_at")
         return [r["id"] for r in rows]
 
     def _deliveries(self, task_id: str) -> list[TaskRow]:
@@ -807,6 +869,15 @@ class SqliteTaskStore(TaskStore):
     def _read(self) -> Iterator[Tx]:
         with self._lock:
             yield Tx(self._execute)
+
+
+def _starts(event: dict[str, Any], node: str, round_no: int) -> bool:
+    """Whether a stored event is the start of ``node`` in round ``round_no``."""
+    return (
+        event.get("type") == "node_start"
+        and event.get("node") == node
+        and event.get("round") == round_no
+    )
 
 
 def is_terminal(status: str) -> bool:

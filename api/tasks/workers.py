@@ -9,6 +9,16 @@ database, taken back by any process), and the worker that claims them calls
 process that finds, at a heartbeat, that a task it runs was taken back (it stalled past its
 lease) stops running it and records nothing more for it. Webhook deliveries left pending
 are restarted too, with the same webhook id (the receiver deduplicates on it).
+
+A resumed task records each step once: the run redoes the steps after its last checkpoint,
+and the events the stopped attempt stored for them are replaced by the redone ones (ids
+only grow; see ``TaskStore.replace_redone_events``); its progress is counted over the events
+kept, and its final counts are the run's own. Each webhook attempt is logged before it is
+sent: one cut short by a stop stays in the log, marked interrupted (it may have arrived).
+
+A task runs as its key is now: the caller (the key's groups) is read from the key set, by
+the key's id, when the run starts or resumes and at every step (``graph.runner.
+CallerSource``); a key gone from the auth file fails the task ("key revoked").
 """
 
 from __future__ import annotations
@@ -71,14 +81,24 @@ class ChangeFeed:
                 await asyncio.wait_for(self._cond.wait(), seconds)
 
 
+# The task's own events that frame its stream (the run's own of these types are not
+# stored): not counted in its progress.
+_FRAMES = ("metadata", "done", "error")
+
+
 def _progress_from(progress: TaskProgress, event: TraceEvent) -> TaskProgress:
-    data = event.data or {}
+    return _progress_with(progress, event.type, event.round, event.data or {})
+
+
+def _progress_with(
+    progress: TaskProgress, etype: str, round_no: int, data: dict[str, Any]
+) -> TaskProgress:
     p = progress.model_copy()
     p.events += 1
-    p.round = max(p.round, event.round)
-    if event.type == "tool_call":
+    p.round = max(p.round, round_no)
+    if etype == "tool_call":
         p.tool_calls += 1
-    if event.type == "evidence" and isinstance(data.get("pool_size"), int):
+    if etype == "evidence" and isinstance(data.get("pool_size"), int):
         p.evidence = data["pool_size"]
     return p
 
@@ -300,13 +320,20 @@ class WorkerPool:
         caller_source = self._caller_source(row, request.project)
         progress = TaskProgress.model_validate_json(row["progress"] or "{}")
         resume = bool(row["resume"])
+        # A resumed run redoes the steps after its last checkpoint: the first step it
+        # starts says which of the stored events are about to be emitted again.
+        redo_from: int | None = None  # the seq of this attempt's first event, until then
 
         async def on_event(event: TraceEvent) -> None:
-            nonlocal progress
-            if event.type in ("metadata", "done", "error"):
+            nonlocal progress, redo_from
+            if event.type in _FRAMES:
                 return  # the task's own metadata / done / error events frame the stream
-            progress = _progress_from(progress, event)
             try:
+                if redo_from is not None and event.type == "node_start" and event.node:
+                    # Once: a later step is not where the run started again.
+                    before, redo_from = redo_from, None
+                    progress = self._replace_redone(task_id, event.node, event.round, before)
+                progress = _progress_from(progress, event)
                 held = self.tasks.set_progress(task_id, progress)
                 if held:
                     self.tasks.append_event(task_id, event.model_dump(mode="json", exclude={"seq"}))
@@ -320,9 +347,11 @@ class WorkerPool:
                 return
             await self.feed.notify()
 
-        await self._event(
+        started = await self._event(
             task_id, "metadata", {"task_id": task_id, "run_id": run_id, "resumed": resume}
         )
+        if resume:
+            redo_from = started
         await self.feed.notify()
         log.info("task started", extra={"resume": resume})
 
@@ -363,8 +392,10 @@ class WorkerPool:
             log.exception("task failed")
             await self._finish_failed(task_id, exc)
         else:
-            progress.round = max(progress.round, result.rounds)
-            progress.tool_calls = max(progress.tool_calls, result.tool_calls)
+            # The run's own counts (its state), not those summed from events: a resumed
+            # run's redone round is counted once.
+            progress.round = result.rounds
+            progress.tool_calls = result.tool_calls
             progress.evidence = max(progress.evidence, len(result.evidence))
             self.tasks.set_progress(task_id, progress)
             if not self.tasks.finish(task_id, "succeeded", result=result.model_dump(mode="json")):
@@ -380,6 +411,26 @@ class WorkerPool:
             if settled is not None:
                 settled.set()
         await self.feed.notify()  # the worker starts the webhook when it lets the task go
+
+    def _replace_redone(self, task_id: str, node: str, round_no: int, before: int) -> TaskProgress:
+        """The resumed run starts again at ``node`` of round ``round_no``: the stopped
+        attempt's events from there on are deleted (the run emits them again), and the
+        progress is counted again over the events kept."""
+        dropped = self.tasks.replace_redone_events(task_id, node, round_no, before)
+        if dropped:
+            log.info(
+                "a stopped attempt's events replaced by the resumed run's",
+                extra={"events": dropped, "from_node": node, "round": round_no},
+            )
+        progress, after = TaskProgress(), 0
+        while batch := self.tasks.events_after(task_id, after):
+            for e in batch:
+                if e.get("type") not in _FRAMES:
+                    progress = _progress_with(
+                        progress, str(e.get("type")), int(e.get("round") or 0), e.get("data") or {}
+                    )
+            after = int(batch[-1]["seq"])
+        return progress
 
     async def _finish_failed(self, task_id: str, exc: Exception) -> None:
         err = run_failed_data(exc)
@@ -455,10 +506,20 @@ class WorkerPool:
                 separators=(",", ":"),
             )
             webhook_id, body = self.tasks.prepare_webhook(task_id, f"msg_{uuid.uuid4().hex}", body)
+            # An attempt still in flight in the log was cut short by a stop: it may have
+            # arrived. It keeps its number (and says so); this send numbers after it.
+            if self.tasks.interrupt_deliveries(task_id):
+                log.warning("webhook attempt interrupted by a stop: sending again, same id")
             first = self.tasks.count_deliveries(task_id) + 1
+            last = max(first, self.sender.max_attempts)  # the sender's last attempt number
+            # Each attempt is logged before it is sent, completed after: a stop mid-send
+            # leaves it in the log (the receiver deduplicates on the webhook id).
+            self.tasks.begin_delivery(task_id, first, webhook_id)
 
             def log_attempt(delivery: WebhookDelivery) -> None:
                 self.tasks.log_delivery(task_id, delivery)
+                if not delivery.ok and delivery.attempt < last:  # the sender tries again
+                    self.tasks.begin_delivery(task_id, delivery.attempt + 1, webhook_id)
 
             ok = await self.sender.deliver(
                 row["webhook_url"],

@@ -25,6 +25,7 @@ import pytest
 from api.schemas import TaskProgress, WebhookDelivery
 from api.settings import ApiSettings
 from api.tasks.store import (
+    DELIVERY_INTERRUPTED,
     SqliteTaskStore,
     TaskStore,
     TasksUrlError,
@@ -178,7 +179,56 @@ def test_event_sequence_ids_and_replay(store: TaskStore) -> None:
     assert store.events_after(t.id, seq - 1)[0]["at"] == str(when)
 
 
+def test_a_resumed_runs_redone_steps_replace_the_stopped_attempts(store: TaskStore) -> None:
+    t = store.create_task("ana", "kA", REQ, None)
+
+    def step(etype: str, node: str, rnd: int) -> int:
+        return store.append_event(t.id, {"type": etype, "node": node, "round": rnd, "data": {}})
+
+    store.append_event(t.id, {"type": "metadata", "data": {"resumed": False}})
+    step("node_start", "plan", 2)
+    step("node_end", "plan", 2)
+    first_redone = step("node_start", "execute", 2)
+    step("tool_call", "execute", 2)
+    last = step("node_start", "fuse", 2)
+    marker = store.append_event(t.id, {"type": "metadata", "data": {"resumed": True}})
+    assert store.replace_redone_events(t.id, "plan", 9, marker) == 0  # never reached: kept
+    assert store.replace_redone_events(t.id, "execute", 2, marker) == last - first_redone + 1
+    assert store.append_event(t.id, {"type": "node_start", "node": "execute", "round": 2}) == (
+        marker + 1  # ids only grow
+    )
+    kept = [(e["type"], e.get("node"), e["seq"]) for e in store.events_after(t.id, 0)]
+    assert kept == [
+        ("metadata", None, 1),
+        ("node_start", "plan", 2),
+        ("node_end", "plan", 3),
+        ("metadata", None, marker),
+        ("node_start", "execute", marker + 1),
+    ]
+
+
 # ----------------------------------------------------------------------- webhooks
+def test_an_attempt_logged_in_flight_is_completed_or_marked_interrupted(
+    store: TaskStore,
+) -> None:
+    t = store.create_task("ana", "kA", REQ, "http://127.0.0.1:9/hook")
+    store.begin_delivery(t.id, 1, "msg_1")
+    assert store.count_deliveries(t.id) == 1
+    assert store.interrupt_deliveries(t.id) == 1  # the process stopped mid-send
+    store.begin_delivery(t.id, 2, "msg_1")
+    at = datetime.now(UTC)
+    store.log_delivery(
+        t.id, WebhookDelivery(attempt=2, webhook_id="msg_1", at=at, status_code=204, ok=True)
+    )
+    got = store.get_task(t.id)
+    assert got is not None and got.webhook is not None
+    assert [(d.attempt, d.status_code, d.error, d.ok) for d in got.webhook.deliveries] == [
+        (1, None, DELIVERY_INTERRUPTED, False),
+        (2, 204, None, True),
+    ]
+    assert store.interrupt_deliveries(t.id) == 0
+
+
 def test_webhook_id_fixed_and_delivery_log(store: TaskStore) -> None:
     t = store.create_task("ana", "kA", REQ, "http://127.0.0.1:9/hook")
     assert t.webhook is not None and t.webhook.state == "pending"

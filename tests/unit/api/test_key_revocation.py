@@ -78,6 +78,10 @@ class Paused(Researcher):
         kw["on_event"] = self._pausing(kw.get("on_event"))
         return await super().run(question, caller, options, **kw)
 
+    async def resume(self, run_id: str, **kw: Any) -> Any:  # type: ignore[override]
+        kw["on_event"] = self._pausing(kw.get("on_event"))
+        return await super().resume(run_id, **kw)
+
 
 class Service:
     """One service process's task side over ``settings``' store and auth file."""
