@@ -82,6 +82,14 @@ def browser(tmp_path: Path) -> Iterator[Browser]:
             b = Browser(ws)
             b.call("Page.enable")
             b.call("Runtime.enable")
+            # Every Content-Security-Policy refusal on the page, for the tests to check:
+            # the page must work under its own policy.
+            b.call(
+                "Page.addScriptToEvaluateOnNewDocument",
+                source="window.__csp = []; document.addEventListener("
+                "'securitypolicyviolation', (e) => window.__csp.push("
+                "`${e.violatedDirective} ${e.blockedURI}`));",
+            )
             yield b
     finally:
         proc.terminate()
@@ -137,6 +145,9 @@ def test_ui_shows_a_finished_run_and_a_cited_passage(server: Server, browser: Br
     assert cited["evidence_id"] in browser.js(
         "document.getElementById('passage-where').textContent"
     )
+    # under the page's CSP: the timeline's bars are sized, and nothing was refused
+    assert browser.js("document.querySelector('#timeline .bar').style.width").endswith("%")
+    assert browser.js("window.__csp") == []
 
 
 def test_ui_question_box_streams_a_new_answer(server: Server, browser: Browser) -> None:
@@ -159,3 +170,4 @@ def test_ui_question_box_streams_a_new_answer(server: Server, browser: Browser) 
         browser.js("document.getElementById('answer').textContent").strip()
         == run["result"]["answer"].strip()
     )
+    assert browser.js("window.__csp") == []
