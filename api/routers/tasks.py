@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -21,6 +22,9 @@ from api.webhooks import WebhookUrlError, check_destination
 
 log = logging.getLogger("waypoint.api.tasks")
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
+# "<created_at>:<task id>", as list_tasks returns it in next_cursor (a plain decimal time:
+# "inf", "nan" or "1e400" are no cursor).
+CURSOR_PATTERN = r"^[0-9]+(\.[0-9]+)?:[A-Za-z0-9_-]+$"
 
 
 def _request_hash(body: TaskRequest) -> str:
@@ -33,7 +37,7 @@ def _request_hash(body: TaskRequest) -> str:
     status_code=202,
     response_model=Task,
     operation_id="create_task",
-    responses=error_responses(401, 409, 413, 422, 429),
+    responses=error_responses(400, 401, 409, 413, 422, 429),
 )
 async def create_task(
     body: TaskRequest,
@@ -121,7 +125,14 @@ def list_tasks(
     principal: PrincipalDep,
     services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            pattern=CURSOR_PATTERN,
+            description="a next_cursor of an earlier page",
+        ),
+    ] = None,
 ) -> TaskList:
     """The caller's tasks, newest first; follow ``next_cursor`` for older ones."""
     if cursor is not None and not _valid_cursor(cursor):
@@ -133,10 +144,11 @@ def list_tasks(
 def _valid_cursor(cursor: str) -> bool:
     created, sep, task_id = cursor.partition(":")
     try:
-        float(created)
+        at = float(created)
     except ValueError:
         return False
-    return bool(sep and task_id)
+    # float() reads "inf", "nan" and "1e400" (inf) too: no page starts after those.
+    return math.isfinite(at) and bool(sep and task_id)
 
 
 @router.get(
@@ -170,7 +182,7 @@ async def cancel_task(task_id: str, principal: PrincipalDep, services: ServicesD
     "/{task_id}/events",
     operation_id="task_events",
     responses={
-        **error_responses(401, 404),
+        **error_responses(401, 404, 422),
         200: {
             "description": "SSE: replay from the start (or after Last-Event-ID), "
             "then live until the task ends",
@@ -182,20 +194,18 @@ async def task_events(
     task_id: str,
     principal: PrincipalDep,
     services: ServicesDep,
-    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            max_length=20,
+            pattern="^[0-9]+$",
+            description="resume after this event id (the id of the last event received)",
+        ),
+    ] = None,
 ) -> EventSourceResponse:
     if services.tasks.get_task(task_id, user=principal.user) is None:
         raise not_found("task")
-    after = 0
-    if last_event_id:
-        if not last_event_id.isdigit():
-            raise ApiError(
-                422,
-                "invalid_last_event_id",
-                "Last-Event-ID must be an event id",
-                field="Last-Event-ID",
-            )
-        after = int(last_event_id)
+    after = int(last_event_id) if last_event_id else 0  # digits only: checked at the edge
     return sse_response(_follow(services, task_id, after), services.settings.sse_ping_s)
 
 
