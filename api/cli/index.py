@@ -61,7 +61,8 @@ def ingest(
     ],
     source: Annotated[str | None, typer.Option(help="Source name (default: folder name).")] = None,
     acl: Annotated[
-        list[str] | None, typer.Option("--acl", help="Group allowed to read (repeat).")
+        list[str] | None,
+        typer.Option("--acl", help="Groups allowed to read: repeat, or a comma list (hr,eng)."),
     ] = None,
     project: Annotated[str | None, typer.Option(help="Add the source(s) to this project.")] = None,
     index: IndexOption = None,
@@ -75,12 +76,13 @@ def ingest(
         fail(f"no such file or folder: {', '.join(missing)}")
     if source is not None and len(paths) > 1:
         fail("--source names one source: give one PATH per --source")
+    groups = acl_groups(acl or [])
     store = open_store(index)
     totals = {"added": 0, "updated": 0, "unchanged": 0, "records": 0, "embeddings": 0}
     failures: list[tuple[str, str]] = []
     try:
         for path in paths:
-            loaded = load_path(path, source=source, acl=acl or None, project=project)
+            loaded = load_path(path, source=source, acl=groups or None, project=project)
             failures.extend(loaded.failures)
             with Progress(
                 TextColumn(f"[bold]{path}"),
@@ -116,6 +118,21 @@ def ingest(
     )
     for failed_path, reason in failures:
         console.print(f"  [red]failed[/] {failed_path}: {reason}")
+
+
+def acl_groups(values: list[str]) -> list[str]:
+    """The groups of ``--acl`` options, each a group or a comma list of them: "hr,eng" is
+    the groups hr and eng (it once became one group named "hr,eng", which no key holds, so
+    the documents were readable by nobody). A blank entry is a usage error."""
+    groups: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            group = part.strip()
+            if not group:
+                fail(f"--acl {value!r} has an empty group name")
+            if group not in groups:
+                groups.append(group)
+    return groups
 
 
 def search(

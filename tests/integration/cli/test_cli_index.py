@@ -87,6 +87,31 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path):
     assert bad_leg.exit_code == 2 and "unknown leg" in bad_leg.output
 
 
+def test_acl_takes_a_comma_list_of_groups(cli, tmp_path):
+    # "--acl hr,eng" once made one group named "hr,eng" that no user holds.
+    root = tmp_path / "plans"
+    root.mkdir()
+    (root / "plan.md").write_text("# Reorg plan\n\nThe zeppelin team merges into platform.\n")
+    index = tmp_path / "idx"
+    res = cli("ingest", str(root), "--index", str(index), "--acl", "hr, eng", "--acl", "ops")
+    assert res.exit_code == 0, res.output
+    users = tmp_path / "users.json"
+    users.write_text(json.dumps({"users": {"e": {"groups": ["eng"]}, "o": {"groups": ["ops"]}}}))
+    env = {"WAYPOINT_USERS_FILE": str(users)}
+    for user in ("e", "o"):
+        found = cli("search", "zeppelin", "--index", str(index), "--json", "--as", user, env=env)
+        assert found.exit_code == 0, found.output
+        assert json.loads(found.stdout)["hits"][0]["metadata"]["acl"] == ["hr", "eng", "ops"]
+    blank = cli("ingest", str(root), "--index", str(index), "--acl", "hr,,eng")
+    assert blank.exit_code == 2 and "empty group" in blank.output
+
+
+def test_search_k_is_bounded(cli, tmp_path):
+    for k in ("0", "201", str(10**12)):
+        res = cli("search", "q", "--index", str(tmp_path / "none"), "--k", k)
+        assert res.exit_code == 2 and "--k" in res.output and "Traceback" not in res.output
+
+
 def test_sources_and_delete(cli, tmp_path):
     index = tmp_path / "idx"
     cli("ingest", str(_docs(tmp_path)), "--index", str(index), "--project", "acme")
