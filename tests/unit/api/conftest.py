@@ -63,10 +63,25 @@ class FakeStore:
     dense = UnreachableEngine()
     embedder = FixedEmbedder()
 
+    # Project -> its sources: "core" holds the public wiki, "people" the hr-only payroll.
+    projects = {"core": ("wiki",), "people": ("payroll",)}
+
     def filter_for(self, groups: Any, project: str | None = None, **_: Any) -> SearchFilter:
-        if project and project != "core":
+        if project and project not in self.projects:
             raise StoreError(f"unknown project {project!r}: no sources belong to it")
-        return SearchFilter.for_groups(groups or [], sources=("wiki",) if project else None)
+        return SearchFilter.for_groups(
+            groups or [], sources=self.projects[project] if project else None
+        )
+
+    def visible_size(self, flt: SearchFilter) -> int:
+        """Records the filter admits: 3 public in wiki, 1 of the hr group in payroll."""
+        size = 0
+        if flt.sources is None or "wiki" in flt.sources:
+            size += 3
+        hr = flt.acl_groups is None or "hr" in flt.acl_groups
+        if hr and (flt.sources is None or "payroll" in flt.sources):
+            size += 1
+        return size
 
     def sources(self, flt: SearchFilter | None = None) -> list[SourceInfo]:
         # "wiki" is public; "payroll" holds only documents of the "hr" group.
@@ -76,7 +91,7 @@ class FakeStore:
         return found
 
     def corpus_size(self) -> int:
-        return 3
+        return 4  # every record, the hidden payroll one too
 
     def close(self) -> None:
         pass
