@@ -2,24 +2,89 @@
 
 Every chunk is ``(start, end, heading_path)`` with ``text[start:end]`` the chunk text, so
 citations can point back into the document exactly. Nothing artificial is added to the
-chunk text: the title and heading path travel in metadata (the indexer may prefix the
-embedded text with them, see :func:`embed_prefix`).
+chunk text: the title and heading path travel in metadata, and the embedded text is
+``"Title > Heading: chunk"`` (:func:`embed_text`).
 
 Algorithm: headings cut the text into sections (a heading with no body of its own is
 merged into the next section, so a lone "# Title" line never becomes a chunk). A section
 over the token cap is split on paragraph, then line, then sentence boundaries, then as a
-last resort on word windows; the pieces are packed greedily up to the cap, and each new
-chunk repeats the trailing pieces of the previous one that fit in the overlap budget.
-Tokens are approximated by whitespace words.
+last resort on word windows (and a single word longer than the cap on its own token
+boundaries); the pieces are packed greedily up to the cap, and each new chunk repeats the
+trailing pieces of the previous one that fit in the overlap budget.
+
+Tokens: with an :class:`EmbedBudget` (the connectors pass the embedding model's own
+tokenizer, :func:`retrieval.embedding.embed_budget`), sizes are counted in the model's
+tokens and each section's cap is also what the model reads less that section's embed
+prefix, so no chunk's embedded text is cut at the model's max sequence length. The
+document is tokenized once (token character offsets); a slice's size is the number of
+its tokens, found by bisection. Cuts fall on whitespace, where the tokenizer cuts too,
+so a slice tokenized alone has the same tokens. Without a budget, whitespace words
+approximate tokens and nothing else limits a chunk.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from retrieval.textstats import count_words, word_spans
+from retrieval.textstats import word_spans
+
+
+class TokenCounter(Protocol):
+    """Splits a text into the tokens a model reads (no special tokens): their offsets."""
+
+    def spans(self, text: str) -> list[tuple[int, int]]: ...
+
+
+class WordCounter:
+    """Whitespace words: the approximation of tokens when no model tokenizer is given."""
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        return word_spans(text)
+
+
+WORDS = WordCounter()
+
+
+@dataclass(frozen=True)
+class EmbedBudget:
+    """What the embedding model reads of one record: at most ``limit`` tokens of
+    ``counter`` (its max sequence length less the special tokens it adds), the embed
+    prefix included. A prefix may take at most a quarter of it (longer ones are cut)."""
+
+    counter: TokenCounter
+    limit: int
+
+    @property
+    def max_prefix(self) -> int:
+        return max(1, self.limit // 4)
+
+    def count(self, text: str) -> int:
+        return len(self.counter.spans(text))
+
+
+class TokenIndex:
+    """One tokenization of ``text``; the tokens of any slice counted by position."""
+
+    def __init__(self, text: str, counter: TokenCounter = WORDS) -> None:
+        self.text = text
+        self.counter = counter
+        spans = counter.spans(text)
+        self._starts = [s for s, _ in spans]
+        self._ends = [e for _, e in spans]
+
+    def count(self, start: int, end: int) -> int:
+        """Tokens overlapping ``text[start:end]``."""
+        if end <= start:
+            return 0
+        return max(0, bisect_left(self._starts, end) - bisect_right(self._ends, start))
+
+    def spans_in(self, start: int, end: int) -> list[tuple[int, int]]:
+        i, j = bisect_right(self._ends, start), bisect_left(self._starts, end)
+        return list(zip(self._starts[i:j], self._ends[i:j], strict=True))
 
 
 @dataclass(frozen=True)
@@ -95,30 +160,65 @@ def chunk_text(
     max_tokens: int = 256,
     overlap_tokens: int = 32,
     body_start: int = 0,
+    *,
+    title: str = "",
+    budget: EmbedBudget | None = None,
 ) -> list[Chunk]:
-    """Chunks of ``text[body_start:]`` on heading structure, each at most ``max_tokens``
-    words (a single longer word cannot be split). Offsets are into the whole ``text``."""
+    """Chunks of ``text[body_start:]`` on heading structure. Each is at most ``max_tokens``
+    tokens and, with a ``budget``, its :func:`embed_text` (``title`` and heading path
+    prefixed) at most ``budget.limit`` model tokens. Offsets are into the whole ``text``."""
     if max_tokens < 1:
         raise ValueError("max_tokens must be >= 1")
-    overlap_tokens = max(0, min(overlap_tokens, max_tokens // 2))
+    index = TokenIndex(text, budget.counter if budget else WORDS)
     chunks: list[Chunk] = []
     for start, end, path in _sections(text, headings, body_start):
-        for s, e in split_span(text, start, end, max_tokens, overlap_tokens):
+        cap = section_cap(max_tokens, title, path, budget)
+        for s, e in split_span(text, start, end, cap, overlap_tokens, index=index):
             chunks.append(Chunk(s, e, path))
     return chunks
 
 
+def section_cap(
+    max_tokens: int, title: str, heading_path: Sequence[str], budget: EmbedBudget | None
+) -> int:
+    """The token cap of a chunk under ``heading_path``: ``max_tokens``, and with a budget
+    no more than the model reads once the section's embed prefix (and ": ") is added."""
+    if budget is None:
+        return max_tokens
+    full = embed_prefix(title, heading_path)
+    prefix = min(budget.count(full), budget.max_prefix) + 1 if full else 0
+    return max(1, min(max_tokens, budget.limit - prefix))
+
+
+def fits_one_chunk(
+    text: str, max_tokens: int, *, title: str = "", budget: EmbedBudget | None = None
+) -> bool:
+    """``text`` whole, prefixed with ``title``, is within the chunk cap (and the model)."""
+    counter = budget.counter if budget else WORDS
+    return len(counter.spans(text)) <= section_cap(max_tokens, title, (), budget)
+
+
 def split_span(
-    text: str, start: int, end: int, max_tokens: int, overlap_tokens: int
+    text: str,
+    start: int,
+    end: int,
+    max_tokens: int,
+    overlap_tokens: int,
+    *,
+    index: TokenIndex | None = None,
 ) -> list[tuple[int, int]]:
-    """Split ``text[start:end]`` into stripped spans of at most ``max_tokens`` words."""
+    """Split ``text[start:end]`` into stripped spans of at most ``max_tokens`` tokens of
+    ``index`` (a tokenization of the whole ``text``; default: whitespace words)."""
     start, end = _strip(text, start, end)
     if start >= end:
         return []
-    if count_words(text[start:end]) <= max_tokens:
+    if index is None:
+        index = TokenIndex(text)
+    if index.count(start, end) <= max_tokens:
         return [(start, end)]
-    pieces = _pieces(text, start, end, max_tokens, (_PARAGRAPH_SEP, _LINE_SEP, _SENTENCE_SEP))
-    return _pack(pieces, max_tokens, overlap_tokens)
+    overlap_tokens = max(0, min(overlap_tokens, max_tokens // 2))
+    seps = (_PARAGRAPH_SEP, _LINE_SEP, _SENTENCE_SEP)
+    return _pack(_pieces(index, start, end, max_tokens, seps), max_tokens, overlap_tokens)
 
 
 def embed_prefix(title: str, heading_path: Sequence[str]) -> str:
@@ -128,6 +228,33 @@ def embed_prefix(title: str, heading_path: Sequence[str]) -> str:
         if heading and (not parts or heading.strip().lower() != parts[-1].strip().lower()):
             parts.append(heading)
     return " > ".join(parts)
+
+
+def embed_text(
+    title: str, heading_path: Sequence[str], text: str, budget: EmbedBudget | None = None
+) -> str:
+    """``"Title > Heading: text"``, leaving out the title / headings the chunk already
+    opens with (a section chunk starts with its own heading line); with a budget the
+    prefix is cut to ``budget.max_prefix`` tokens, as :func:`section_cap` assumes."""
+    parts = embed_prefix(title, heading_path).split(" > ") if title or heading_path else []
+    opening = text[:300]
+    prefix = " > ".join(p for p in parts if p and p not in opening)
+    if budget is not None:
+        prefix = bounded_prefix(prefix, budget)
+    return f"{prefix}: {text}" if prefix else text
+
+
+def bounded_prefix(prefix: str, budget: EmbedBudget) -> str:
+    """``prefix`` cut after its last whole word that keeps it within ``budget.max_prefix``
+    tokens (a first word longer than that is cut to as many characters: a token covers at
+    least one)."""
+    if budget.count(prefix) <= budget.max_prefix:
+        return prefix
+    words = prefix.split(" ")
+    while words and budget.count(" ".join(words)) > budget.max_prefix:
+        words.pop()
+    cut = " ".join(words).rstrip(" >")
+    return cut or prefix[: budget.max_prefix]
 
 
 def _sections(
@@ -180,31 +307,60 @@ def _split_on(text: str, start: int, end: int, sep: re.Pattern[str]) -> list[tup
 
 
 def _pieces(
-    text: str, start: int, end: int, max_tokens: int, seps: Sequence[re.Pattern[str]]
+    index: TokenIndex, start: int, end: int, max_tokens: int, seps: Sequence[re.Pattern[str]]
 ) -> list[_Piece]:
     pieces: list[_Piece] = []
-    parts = _split_on(text, start, end, seps[0]) if seps else [(start, end)]
+    parts = _split_on(index.text, start, end, seps[0]) if seps else [(start, end)]
     for s, e in parts:
-        tokens = count_words(text[s:e])
+        tokens = index.count(s, e)
         if tokens <= max_tokens:
             pieces.append(_Piece(s, e, tokens))
         elif len(seps) > 1:
-            pieces.extend(_pieces(text, s, e, max_tokens, seps[1:]))
+            pieces.extend(_pieces(index, s, e, max_tokens, seps[1:]))
         else:
-            pieces.extend(_word_windows(text, s, e, max_tokens))
+            pieces.extend(_word_windows(index, s, e, max_tokens))
     return pieces
 
 
-def _word_windows(text: str, start: int, end: int, max_tokens: int) -> list[_Piece]:
-    words = word_spans(text, start, end)
-    return [
-        _Piece(
-            words[i][0],
-            words[min(i + max_tokens, len(words)) - 1][1],
-            len(words[i : i + max_tokens]),
-        )
-        for i in range(0, len(words), max_tokens)
-    ]
+def _word_windows(index: TokenIndex, start: int, end: int, max_tokens: int) -> list[_Piece]:
+    """Runs of whole words of at most ``max_tokens`` tokens; a longer word is cut."""
+    pieces: list[_Piece] = []
+    run_start, run_end, run_tokens = -1, -1, 0
+    for ws, we in word_spans(index.text, start, end):
+        tokens = index.count(ws, we)
+        if run_tokens and (tokens > max_tokens or run_tokens + tokens > max_tokens):
+            pieces.append(_Piece(run_start, run_end, run_tokens))
+            run_tokens = 0
+        if tokens > max_tokens:
+            pieces.extend(_cut_word(index, ws, we, max_tokens))
+            continue
+        if not run_tokens:
+            run_start = ws
+        run_end, run_tokens = we, run_tokens + tokens
+    if run_tokens:
+        pieces.append(_Piece(run_start, run_end, run_tokens))
+    return pieces
+
+
+def _cut_word(index: TokenIndex, start: int, end: int, max_tokens: int) -> list[_Piece]:
+    """A word longer than the cap, cut on its token boundaries. A cut inside a word can
+    change how its pieces tokenize, so each piece is tokenized alone and shortened until
+    it fits (a few pathological words per corpus at most)."""
+    spans = index.spans_in(start, end)
+    pieces: list[_Piece] = []
+    i = 0
+    while i < len(spans):
+        j = min(i + max_tokens, len(spans))
+        while True:
+            s = start if i == 0 else spans[i][0]
+            e = end if j == len(spans) else spans[j - 1][1]
+            tokens = len(index.counter.spans(index.text[s:e]))
+            if tokens <= max_tokens or j - i == 1:
+                break
+            j -= 1
+        pieces.append(_Piece(s, e, tokens))
+        i = j
+    return pieces
 
 
 def _pack(pieces: Sequence[_Piece], max_tokens: int, overlap_tokens: int) -> list[tuple[int, int]]:

@@ -19,7 +19,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from retrieval.chunking import Heading, chunk_text, embed_prefix
+from retrieval.chunking import EmbedBudget, Heading, chunk_text
+from retrieval.chunking import embed_text as chunk_embed_text
+from retrieval.embedding import embed_budget
 from retrieval.records import ALL_LEGS, PUBLIC_GROUP, Meta, Record, chunk_id, content_hash
 from retrieval.settings import RetrievalSettings
 
@@ -185,25 +187,45 @@ def make_record(
     )
 
 
-def prefixed_embed_text(title: str, heading_path: Sequence[str], text: str) -> str:
+def prefixed_embed_text(
+    title: str, heading_path: Sequence[str], text: str, budget: EmbedBudget | None = None
+) -> str:
     """``"Title > Heading: text"``, leaving out the title / headings the chunk already
     opens with (a section chunk starts with its own heading line)."""
-    parts = embed_prefix(title, heading_path).split(" > ") if title or heading_path else []
-    opening = text[:300]
-    parts = [p for p in parts if p and p not in opening]
-    return f"{' > '.join(parts)}: {text}" if parts else text
+    return chunk_embed_text(title, heading_path, text, budget)
+
+
+def chunk_budget(settings: RetrievalSettings) -> EmbedBudget | None:
+    """The embedding model's tokenizer and limit, which chunk sizes are counted in."""
+    return embed_budget(settings.embedding_model)
 
 
 def document_records(doc: SourceDocument, settings: RetrievalSettings) -> list[Record]:
-    """Chunk ``doc`` on its headings under the token cap; one record per chunk."""
+    """Chunk ``doc`` on its headings under the token cap (in the embedding model's tokens,
+    its prefixed embed text within what the model reads); one record per chunk."""
+    budget = chunk_budget(settings)
     chunks = chunk_text(
         doc.text,
         doc.headings,
         settings.chunk_tokens,
         settings.chunk_overlap_tokens,
         body_start=doc.body_start,
+        title=doc.title,
+        budget=budget,
     )
-    return [make_record(doc, i, c.start, c.end, c.heading_path) for i, c in enumerate(chunks)]
+    return [
+        make_record(
+            doc,
+            i,
+            c.start,
+            c.end,
+            c.heading_path,
+            embed_text=chunk_embed_text(
+                doc.title, c.heading_path, doc.text[c.start : c.end], budget
+            ),
+        )
+        for i, c in enumerate(chunks)
+    ]
 
 
 # -- small parsing helpers shared by connectors --

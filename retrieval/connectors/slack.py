@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from retrieval.chunking import split_span
+from retrieval.chunking import WORDS, TokenIndex, bounded_prefix, section_cap, split_span
 from retrieval.connectors.base import (
     LEXICAL_ONLY,
     BaseConnector,
@@ -39,6 +39,7 @@ from retrieval.connectors.base import (
     SourceDocument,
     as_dict,
     as_list,
+    chunk_budget,
     dedupe,
     make_record,
 )
@@ -308,15 +309,27 @@ class SlackConnector(BaseConnector[SlackThread]):
             },
         )
         records: list[Record] = []
-        if self.is_substantive(thread):
-            # The shape itself is what gets embedded (it already leads with the question).
-            records.append(
-                make_record(doc, 0, 0, len(shape), path, legs=ALL_LEGS, embed_text=shape)
-            )
-        raw_start = len(shape) + 2
         settings = self.ctx.settings
+        # Sizes in the embedding model's tokens: no embedded text is cut at its limit.
+        budget = chunk_budget(settings)
+        index = TokenIndex(parent, budget.counter if budget else WORDS)
+        if self.is_substantive(thread):
+            # The shape itself is what gets embedded (it already leads with the question);
+            # one longer than the model reads is cut on its lines.
+            if budget is None or index.count(0, len(shape)) <= budget.limit:
+                shape_spans = [(0, len(shape))]
+            else:
+                shape_spans = split_span(parent, 0, len(shape), budget.limit, 0, index=index)
+            for s, e in shape_spans:
+                records.append(
+                    make_record(
+                        doc, len(records), s, e, path, legs=ALL_LEGS, embed_text=parent[s:e]
+                    )
+                )
+        raw_start = len(shape) + 2
+        raw_cap = section_cap(settings.chunk_tokens, "", (), budget)
         for s, e in split_span(
-            parent, raw_start, len(parent), settings.chunk_tokens, settings.chunk_overlap_tokens
+            parent, raw_start, len(parent), raw_cap, settings.chunk_overlap_tokens, index=index
         ):
             records.append(
                 make_record(
@@ -330,23 +343,35 @@ class SlackConnector(BaseConnector[SlackThread]):
                     embed_text=parent[s:e],  # never embedded; no prefix to carry
                 )
             )
+        # A burst is embedded after the thread's question; a longer one than the model reads
+        # with it becomes several burst records.
+        lead, burst_cap = distilled.question, None
+        if budget is not None:
+            lead = bounded_prefix(lead, budget)
+            burst_cap = budget.limit - budget.count(lead)
         for burst in self._bursts(thread.messages, spans):
             start, end, author, stats = burst
-            text = parent[start:end]
-            records.append(
-                make_record(
-                    doc,
-                    len(records),
-                    start,
-                    end,
-                    path,
-                    kind="burst",
-                    legs=ALL_LEGS,
-                    author=author,
-                    embed_text=f"{distilled.question}\n{text}",
-                    extra=stats,
+            if burst_cap is None or index.count(start, end) <= burst_cap:
+                burst_spans = [(start, end)]
+            else:
+                burst_spans = split_span(
+                    parent, start, end, burst_cap, settings.chunk_overlap_tokens, index=index
                 )
-            )
+            for s, e in burst_spans:
+                records.append(
+                    make_record(
+                        doc,
+                        len(records),
+                        s,
+                        e,
+                        path,
+                        kind="burst",
+                        legs=ALL_LEGS,
+                        author=author,
+                        embed_text=f"{lead}\n{parent[s:e]}",
+                        extra=stats,
+                    )
+                )
         return records
 
     def is_substantive(self, thread: SlackThread) -> bool:

@@ -17,18 +17,18 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from retrieval.chunking import Heading
+from retrieval.chunking import Heading, fits_one_chunk
 from retrieval.connectors.base import (
     BaseConnector,
     SourceDocument,
     as_dict,
+    chunk_budget,
     dedupe,
     document_records,
     mtime_of,
     parse_time,
 )
 from retrieval.records import Record
-from retrieval.textstats import count_words
 
 _BROWSE_RE = re.compile(r"^(https?://[^/]+)/rest/api/")
 
@@ -145,7 +145,8 @@ class TicketsConnector(BaseConnector[TicketItem]):
             "labels": labels,
         }
         text = "".join(parts)
-        if count_words(text) <= self.ctx.settings.chunk_tokens:
+        settings = self.ctx.settings
+        if fits_one_chunk(text, settings.chunk_tokens, title=title, budget=chunk_budget(settings)):
             headings = []  # fits one chunk: keep the ticket whole rather than cut by section
         return SourceDocument(
             doc_id=f"{self.ctx.source}:{key}",

@@ -7,7 +7,19 @@ import random
 
 import pytest
 
-from retrieval.chunking import Heading, chunk_text, embed_prefix, markdown_headings, split_span
+from retrieval.chunking import (
+    EmbedBudget,
+    Heading,
+    TokenIndex,
+    bounded_prefix,
+    chunk_text,
+    embed_prefix,
+    embed_text,
+    fits_one_chunk,
+    markdown_headings,
+    section_cap,
+    split_span,
+)
 from retrieval.textstats import DocFreq, count_words, is_filler, terms
 
 DOC = """Intro before any heading.
@@ -149,6 +161,130 @@ def test_heading_dataclass_offsets_are_absolute() -> None:
     text = "x\n\n# H\n\nbody"
     (h,) = markdown_headings(text)
     assert h == Heading(1, "H", 3, 6)
+
+
+# -- sizes in a model's tokens, prefix included --
+
+
+class Trigrams:
+    """A stand-in subword tokenizer: every word is cut into pieces of three characters, and
+    each punctuation mark is a token of its own (as in BERT's pre-tokenizer)."""
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        import re
+
+        out: list[tuple[int, int]] = []
+        for m in re.finditer(r"\w+|[^\w\s]", text):
+            out.extend((i, min(i + 3, m.end())) for i in range(m.start(), m.end(), 3))
+        return out
+
+
+TRI = Trigrams()
+
+
+def _embedded_size(text: str, chunk, title: str, budget: EmbedBudget) -> int:  # type: ignore[no-untyped-def]
+    return budget.count(
+        embed_text(title, chunk.heading_path, text[chunk.start : chunk.end], budget)
+    )
+
+
+def test_token_index_counts_slices_like_tokenizing_them() -> None:
+    text = _long_section(paragraphs=3)
+    index = TokenIndex(text, TRI)
+    rng = random.Random(3)
+    cuts = [m.start() for m in _words(text, 0, len(text))] + [len(text)]
+    for _ in range(200):
+        a, b = sorted(rng.sample(cuts, 2))
+        assert index.count(a, b) == len(TRI.spans(text[a:b]))
+    assert index.count(5, 5) == 0
+
+
+def test_chunks_and_their_prefix_fit_the_budget() -> None:
+    text = _long_section(paragraphs=6)
+    budget = EmbedBudget(TRI, 40)
+    title = "Payments service handbook"
+    chunks = chunk_text(text, markdown_headings(text), 256, 8, title=title, budget=budget)
+    assert len(chunks) > 5
+    for c in chunks:
+        assert _embedded_size(text, c, title, budget) <= 40
+    # The same chunking without a budget counts words and ignores the prefix.
+    assert len(chunk_text(text, markdown_headings(text), 256, 8)) == 1
+
+
+def test_section_cap_subtracts_the_prefix_and_a_colon() -> None:
+    budget = EmbedBudget(TRI, 40)
+    assert section_cap(100, "", (), budget) == 40
+    # "Payments" = 3 trigrams, ":" = 1
+    assert section_cap(100, "Payments", (), budget) == 36
+    assert section_cap(100, "Payments", ("Payments",), budget) == 36  # not repeated
+    assert section_cap(20, "Payments", (), budget) == 20
+    assert section_cap(100, "Payments", ("On-call",), None) == 100
+    # A prefix takes at most a quarter of the budget (it is cut to that in embed_text).
+    assert section_cap(100, "x" * 300, (), budget) == 40 - 10 - 1
+
+
+def test_long_prefix_is_cut_to_a_quarter_of_the_budget() -> None:
+    budget = EmbedBudget(TRI, 40)
+    prefix = bounded_prefix("Alpha beta gamma > delta epsilon zeta eta theta", budget)
+    assert budget.count(prefix) <= 10 and "Alpha beta".startswith(prefix[:5])
+    assert bounded_prefix("short", budget) == "short"
+    assert budget.count(bounded_prefix("y" * 500, budget)) <= 10
+    text = "Body text here."
+    assert embed_text("Title", ["Head"], text, budget) == "Title > Head: Body text here."
+    long_title = "word " * 40
+    embedded = embed_text(long_title, [], text, budget)
+    assert embedded.endswith(": " + text)
+    assert budget.count(embedded) <= 10 + 1 + budget.count(text)
+
+
+def test_a_word_longer_than_the_cap_is_cut_on_token_boundaries() -> None:
+    text = "start " + "abcdefghij" * 30 + " end"
+    index = TokenIndex(text, TRI)
+    spans = split_span(text, 0, len(text), 10, 2, index=index)
+    assert len(spans) >= 10
+    assert all(len(TRI.spans(text[s:e])) <= 10 for s, e in spans)
+    assert text[spans[0][0] :].startswith("start")
+    assert text[: spans[-1][1]].endswith("end")
+    covered = "".join(text[s:e] for s, e in spans)
+    assert covered.count("abcdefghij") >= 30  # nothing lost (overlap may repeat)
+
+
+def test_fits_one_chunk() -> None:
+    budget = EmbedBudget(TRI, 12)
+    assert fits_one_chunk("one two", 256, title="T", budget=budget)
+    text = "one two three four five six seven"  # 11 trigrams
+    assert fits_one_chunk(text, 256, budget=budget)
+    assert not fits_one_chunk(text, 256, title="Title", budget=budget)  # + "Tit", "le", ":"
+    assert fits_one_chunk("one two three four five", 5)  # words, no budget
+
+
+def test_the_model_tokenizer_counts_what_the_model_reads() -> None:
+    from retrieval.embedding import embed_budget, model_tokenizer
+    from retrieval.settings import RetrievalSettings
+
+    model = RetrievalSettings().embedding_model
+    tok = model_tokenizer(model)
+    if tok is None:
+        pytest.skip("the bundled embedding model is not installed")
+    assert (tok.max_length, tok.special_tokens, tok.text_limit) == (256, 2, 254)
+    text = "Café: ERR-4012 on shared_buffers " * 60  # longer than the file's own truncation
+    assert tok.count(text) == len(tok.spans(text)) + 2 > 256
+    short = "Café ERR-4012"
+    assert [short[s:e] for s, e in tok.spans(short)] == [
+        "Café",
+        "ER",
+        "R",
+        "-",
+        "401",
+        "2",
+    ]
+    budget = embed_budget(model)
+    assert budget is not None and budget.limit == 254
+    doc = "# Title\n\n" + text
+    for c in chunk_text(doc, markdown_headings(doc), 256, 32, title="Title", budget=budget):
+        assert tok.count(embed_text("Title", c.heading_path, doc[c.start : c.end], budget)) <= 256
+    assert model_tokenizer("/nonexistent/model") is None
+    assert embed_budget("/nonexistent/model") is None
 
 
 # -- textstats --
