@@ -13,7 +13,7 @@ boundaries); the pieces are packed greedily up to the cap, and each new chunk re
 trailing pieces of the previous one that fit in the overlap budget.
 
 Tokens: with an :class:`EmbedBudget` (the connectors pass the embedding model's own
-tokenizer, :func:`retrieval.embedding.embed_budget`), sizes are counted in the model's
+tokenizer, :func:`embed_budget`), sizes are counted in the model's
 tokens and each section's cap is also what the model reads less that section's embed
 prefix, so no chunk's embedded text is cut at the model's max sequence length. The
 document is tokenized once (token character offsets); a slice's size is the number of
@@ -24,13 +24,19 @@ approximate tokens and nothing else limits a chunk.
 
 from __future__ import annotations
 
+import json
+import logging
 import re
+import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
 from retrieval.textstats import word_spans
+
+log = logging.getLogger(__name__)
 
 
 class TokenCounter(Protocol):
@@ -85,6 +91,96 @@ class TokenIndex:
     def spans_in(self, start: int, end: int) -> list[tuple[int, int]]:
         i, j = bisect_right(self._ends, start), bisect_left(self._starts, end)
         return list(zip(self._starts[i:j], self._ends[i:j], strict=True))
+
+
+# -- the embedding model's own tokenizer (read from its local folder, no model loaded) --
+
+
+@dataclass(frozen=True)
+class ModelTokenizer:
+    """The embedding model's own (fast) tokenizer, with nothing truncated or padded: what a
+    text costs the model. ``max_length`` counts the special tokens it adds."""
+
+    path: str
+    max_length: int
+    special_tokens: int
+    _tokenizer: Any = field(repr=False, compare=False)
+
+    @property
+    def text_limit(self) -> int:
+        """Tokens of text the model reads before it silently truncates."""
+        return self.max_length - self.special_tokens
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Character offsets of the tokens of ``text`` (no special tokens)."""
+        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
+
+    def count(self, text: str) -> int:
+        """Tokens the model reads for ``text``, special tokens included (untruncated)."""
+        return len(self._tokenizer.encode(text, add_special_tokens=True).ids)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _max_length(folder: Path) -> int | None:
+    """The sequence length the model is run with: sentence-transformers' ``max_seq_length``,
+    else the tokenizer's ``model_max_length``, else the position embeddings."""
+    candidates = (
+        _read_json(folder / "sentence_bert_config.json").get("max_seq_length"),
+        _read_json(folder / "tokenizer_config.json").get("model_max_length"),
+        _read_json(folder / "config.json").get("max_position_embeddings"),
+    )
+    for value in candidates:
+        if isinstance(value, int) and 0 < value < 1_000_000:  # HF's "no limit" is 1e30
+            return value
+    return None
+
+
+_TOKENIZERS: dict[str, ModelTokenizer | None] = {}
+_TOKENIZERS_LOCK = threading.Lock()
+
+
+def model_tokenizer(model: str) -> ModelTokenizer | None:
+    """The tokenizer of the local model folder ``model`` (``tokenizer.json``), loaded once
+    per process; None, logged once, when there is none (chunk sizes then fall back to
+    whitespace words)."""
+    with _TOKENIZERS_LOCK:
+        if model not in _TOKENIZERS:
+            _TOKENIZERS[model] = _load_tokenizer(model)
+        return _TOKENIZERS[model]
+
+
+def _load_tokenizer(model: str) -> ModelTokenizer | None:
+    folder = Path(model)
+    file = folder / "tokenizer.json"
+    max_length = _max_length(folder)
+    if not file.is_file() or max_length is None:
+        log.warning(
+            "no tokenizer.json or max sequence length in %s: chunk sizes are counted in "
+            "whitespace words, not model tokens",
+            model,
+        )
+        return None
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(file))
+    tokenizer.no_truncation()  # the file may carry a truncation/padding of its own
+    tokenizer.no_padding()
+    specials = int(tokenizer.num_special_tokens_to_add(False))
+    return ModelTokenizer(str(folder), max_length, specials, tokenizer)
+
+
+def embed_budget(model: str) -> EmbedBudget | None:
+    """What chunking must fit for the embedding model at ``model``; None without its
+    tokenizer."""
+    tokenizer = model_tokenizer(model)
+    return EmbedBudget(tokenizer, tokenizer.text_limit) if tokenizer else None
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from retrieval.chunking import EmbedBudget, Heading, chunk_text
+from retrieval.chunking import EmbedBudget, Heading, chunk_text, embed_budget
 from retrieval.chunking import embed_text as chunk_embed_text
-from retrieval.embedding import embed_budget
 from retrieval.records import ALL_LEGS, PUBLIC_GROUP, Meta, Record, chunk_id, content_hash
 from retrieval.settings import RetrievalSettings
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.chunking import model_tokenizer
 from retrieval.connectors import load_path
-from retrieval.embedding import model_tokenizer
 from retrieval.records import Meta, Record
 from retrieval.settings import RetrievalSettings
 from retrieval.store import embedding_text

@@ -259,7 +259,7 @@ def test_fits_one_chunk() -> None:
 
 
 def test_the_model_tokenizer_counts_what_the_model_reads() -> None:
-    from retrieval.embedding import embed_budget, model_tokenizer
+    from retrieval.chunking import embed_budget, model_tokenizer
     from retrieval.settings import RetrievalSettings
 
     model = RetrievalSettings().embedding_model
