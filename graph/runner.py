@@ -19,6 +19,7 @@ from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
 from graph.policies.base import Policy
 from graph.settings import GraphSettings
 from graph.trace_store import TraceStore
+from retrieval.placement import engine_call
 from tools.context import ToolContext
 from tools.executor import ToolExecutor
 
@@ -193,8 +194,8 @@ class Researcher:
             raise UnknownRun(run_id)
         done = self.get_result(run_id)
         if done is not None:
-            if caller_source is not None:
-                caller_source()  # finished before the stop: not handed to a revoked caller
+            if caller_source is not None:  # finished before the stop: is it still theirs?
+                await self._still_readable(done, caller_source())
             return done
         sink = EventSink(run_id, self.traces, on_event)
         await sink.emit("metadata", resumed=True, question=run_input["question"])
@@ -260,6 +261,22 @@ class Researcher:
             sink.flush()  # whatever a failed or cancelled node emitted
         self.traces.finish_run(run_id, "done", result.model_dump(mode="json"))
         return result
+
+    async def _still_readable(self, result: ResearchResult, caller: Caller) -> None:
+        """A result finished before a stop is handed over only if the caller may still read
+        every passage it used (its answer quotes them): else CallerRevoked, as a run of a
+        revoked key fails."""
+        ids = [e.id for e in result.evidence]
+        if not ids:
+            return
+        flt = self.store.filter_for(list(caller.groups), caller.project)
+        readable = await engine_call(self.store, "get_records", self.store.get_records, ids, flt)
+        lost = len(set(ids) - {r.id for r in readable})
+        if lost:
+            raise CallerRevoked(
+                f"key revoked: the answer, finished before a restart, uses {lost} passage(s) "
+                "this key may no longer read"
+            )
 
     async def _graph(self) -> Any:
         saver = await self.checkpoints.saver()

@@ -222,11 +222,30 @@ async def test_without_a_caller_source_a_resumed_run_keeps_its_stored_caller(
         with pytest.raises(asyncio.CancelledError):
             await run
         kept = await r.resume("r1")
-        with pytest.raises(CallerRevoked):
-            await r.resume("r1", caller_source=_revoked)  # finished: not handed out either
     finally:
         await r.aclose()
     assert "wiki:dana" in {c.doc_id for c in kept.citations}
+
+
+async def test_a_run_finished_before_the_stop_is_handed_over_only_if_still_readable(
+    tmp_path: Path,
+) -> None:
+    """Finished, then stopped before its task was: the stored answer quotes wiki:dana,
+    so it goes to the key only while the key may read wiki:dana."""
+    r = Researcher(corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search)
+    try:
+        done = await r.run(
+            LEDGER_QUESTION, Caller(user="ana", groups=["eng"]), RunOptions(), run_id="r1"
+        )
+        assert "wiki:dana" in {e.doc_id for e in done.evidence}
+        same = await r.resume("r1", caller_source=lambda: Caller(user="ana", groups=["eng"]))
+        assert same.answer == done.answer
+        with pytest.raises(CallerRevoked, match="may no longer read"):
+            await r.resume("r1", caller_source=lambda: Caller(user="ana", groups=[]))
+        with pytest.raises(CallerRevoked):
+            await r.resume("r1", caller_source=_revoked)
+    finally:
+        await r.aclose()
 
 
 def _revoked() -> Caller:
