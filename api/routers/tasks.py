@@ -197,7 +197,7 @@ async def task_events(
     last_event_id: Annotated[
         str | None,
         Header(
-            max_length=20,
+            max_length=18,  # below 2^63: the stores compare it as a 64-bit integer
             pattern="^[0-9]+$",
             description="resume after this event id (the id of the last event received)",
         ),
