@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
+from retrieval.search_models import MAX_K
 from retrieval.settings import RetrievalSettings
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def acl_groups(values: list[str]) -> list[str]:
 
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
-    k: Annotated[int, typer.Option("--k", min=1, max=200, help="Hits to return.")] = 10,
+    k: Annotated[int, typer.Option("--k", help=f"Hits to return (1-{MAX_K}).")] = 10,
     explain: Annotated[bool, typer.Option(help="Show every stage of the pipeline.")] = False,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the full result as JSON.")
@@ -154,6 +155,8 @@ def search(
 
     if not query.strip():
         fail("empty query")
+    if not 1 <= k <= MAX_K:  # checked here, not by typer: one line, as every usage error
+        fail(f"--k must be between 1 and {MAX_K}, got {k}")
     leg_list = [x.strip() for x in legs.split(",") if x.strip()]
     bad = [x for x in leg_list if x not in {"lexical", "dense"}]
     if bad or not leg_list:
