@@ -18,6 +18,7 @@ from api.logging import bound, run_id_var
 from api.schemas import AnswerRequest
 from api.tasks.store import new_id
 from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
+from retrieval.engines.base import is_engine_panic
 
 log = logging.getLogger("waypoint.api.answers")
 router = APIRouter(prefix="/v1", tags=["answers"])
@@ -160,6 +161,19 @@ async def _stream(
             log.exception("answer run failed")
             n += 1
             yield sse_event(n, "error", run_failed_data(exc))
+            return
+        except BaseException as exc:
+            if not is_engine_panic(exc):
+                raise  # cancellation: the client left
+            # A Rust panic is no Exception: without this the stream just stopped, with no
+            # error event. Its words stay in the log, as a JSON 500 keeps them.
+            log.error("answer run failed: engine panic", exc_info=exc)
+            n += 1
+            yield sse_event(
+                n,
+                "error",
+                {"code": "engine_error", "message": "an engine failed during the run"},
+            )
             return
         if "token" not in seen and result.answer:
             n += 1

@@ -139,6 +139,25 @@ async def test_a_panic_anywhere_else_is_a_json_500(client, harness: Harness) -> 
     assert r.headers["x-request-id"]
 
 
+async def test_a_panic_in_a_streamed_run_ends_the_stream_with_an_error_event(
+    client, researcher
+) -> None:
+    researcher.fail_with = PanicException("capacity overflow")
+    r = await client.post(
+        "/v1/answers", json={"question": "who?"}, headers={**AUTH_A, "Accept": "text/event-stream"}
+    )
+    events = parse_sse(r.text)
+    assert events[0]["event"] == "metadata"
+    assert events[-1]["event"] == "error" and events[-1]["data"]["code"] == "engine_error"
+    assert "capacity" not in r.text
+
+
+async def test_a_panic_in_a_json_run_is_a_json_500(client, researcher) -> None:
+    researcher.fail_with = PanicException("capacity overflow")
+    r = await client.post("/v1/answers", json={"question": "who?"}, headers=AUTH_A)
+    assert r.status_code == 500 and _json(r)["error"]["code"] == "engine_error"
+
+
 # -- 3. streamed answers take the same slots as JSON answers ------------------------------
 
 
