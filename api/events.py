@@ -32,8 +32,10 @@ def sse_response(events: AsyncIterator[ServerSentEvent], ping_s: float) -> Event
 def done_data(result: ResearchResult) -> dict[str, Any]:
     """What the closing ``done`` event carries: the answer and how it was reached."""
     return {
+        "short_answer": result.short_answer,
         "answer": result.answer,
         "answerable": result.answerable,
+        "claims": [c.model_dump(mode="json") for c in result.claims],
         "citations": [c.model_dump(mode="json") for c in result.citations],
         "warnings": result.warnings,
         "bound_hit": result.bound_hit,

@@ -8,14 +8,16 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from graph.claims import neutralise_markers
 from graph.policies.base import Answer
-from graph.support import Support, answer_type, assess_support
-from graph.text import QUESTION_WORDS, instruction_like, proper_phrases, sentences, terms
+from graph.short_answer import find_short_answer
+from graph.support import assess_support
+from graph.text import QUESTION_WORDS, instruction_like, terms
 from tools.evidence import Evidence
 
 CANNOT_ANSWER = "I can't answer this from the available sources."
-_MAX_SENTENCES = 6
-_LEAD_DOCS = 4
+NO_SUPPORTED_CLAIM = "No statement of the answer is supported by the passages it cites."
+_MAX_SENTENCES = 3
 # Share of the question's names/numbers the evidence must cover to attempt an answer
 # (or of its salient terms, when it names nothing).
 _MIN_KEY_COVERAGE = 0.75
@@ -61,78 +63,25 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
             text=f"{CANNOT_ANSWER} Missing: {what}.",
             answerable=False,
             warnings=warnings,
+            extractive=True,
         )
-    # The supporting sentences first (one per passage, the most direct), then the best
-    # sentence of each top passage for context (a later hop rarely shares the question's
-    # words), in reading order.
-    chosen: dict[int, tuple[float, int, int, str]] = {}
-    for sup in sorted(verdict.supports, key=lambda x: (-(x.direct + x.coverage), x.index)):
-        if sup.index not in chosen and len(chosen) < _MAX_SENTENCES:
-            chosen[sup.index] = (10 + sup.direct + sup.coverage, sup.index, sup.order, sup.sentence)
-    weights = term_weights(question, evidence)
-    for n, e in enumerate(evidence[:_LEAD_DOCS], start=1):
-        if n in chosen or len(chosen) >= _MAX_SENTENCES:
-            continue
-        best: tuple[float, int, int, str] | None = None
-        for i, sent in enumerate(sentences(e.text)):
-            if instruction_like(sent):
-                continue  # data that talks like an instruction is never repeated
-            have = set(terms(f"{e.title} {sent}"))
-            score = sum(w for t, w in weights.items() if t in have)
-            if score > 0 and (best is None or score > best[0]):
-                best = (score, n, i, sent)
-        if best is None:
-            lead = [(i, x) for i, x in enumerate(sentences(e.text)) if not instruction_like(x)]
-            best = (0.0, n, lead[0][0], lead[0][1]) if lead else None
-        if best is not None:
-            chosen[n] = best
-    lines = [f"- {sent} [{n}]" for _, n, _, sent in sorted(chosen.values(), key=lambda x: x[1:3])]
-    short = _short_answer(question, evidence, verdict.supports)
-    head = f"Answer: {short[0]} [{short[1]}]\n\n" if short else ""
+    found = find_short_answer(question, evidence, verdict.supports)
+    if found is not None:
+        # The passages that decide the short answer, in chain order, and nothing else.
+        picked = [(n, sent) for n, sent in found.support if not instruction_like(sent)]
+    else:
+        # No value can be read off: say what was found, the most direct supporting
+        # sentences (one per passage).
+        picked = []
+        for sup in sorted(verdict.supports, key=lambda x: (-(x.direct + x.coverage), x.index)):
+            if all(sup.index != n for n, _ in picked) and len(picked) < _MAX_SENTENCES:
+                picked.append((sup.index, sup.sentence))
+        picked.sort()
+    lines = [f"{neutralise_markers(sent)} [{n}]" for n, sent in picked]
     return Answer(
-        text=head + "Supporting evidence:\n" + "\n".join(lines),
+        text="\n".join(lines),
         answerable=True,
-        short_answer=short[0] if short else None,
+        short_answer=found.value if found else None,
         warnings=warnings,
+        extractive=True,
     )
-
-
-def _short_answer(
-    question: str, evidence: list[Evidence], supports: list[Support]
-) -> tuple[str, int] | None:
-    """A name that can be read off: for "who", the person named in the most direct
-    supporting sentence; otherwise the entity that closes a chain (a page opened by
-    following a mention, ranked near the top, that the question does not name)."""
-    q = question.casefold()
-    ask = (sentences(question) or [question])[-1].casefold()  # "Ticket X ... . Who leads..."
-    if not ask.startswith(("who ", "which ", "whom ")):
-        return None  # "what position..." asks about the hop page, not for its name
-    q_terms = set(terms(question))
-    if ask.startswith(("who ", "whom ")):
-        for sup in sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index)):
-            names = [
-                p
-                for p in proper_phrases(sup.sentence)
-                if 2 <= len(p.split()) <= 4
-                and all(w[:1].isupper() for w in p.split())
-                and not set(terms(p)) & q_terms
-            ]
-            if names:
-                return names[0], sup.index
-    # "which team ..." is answered by a page title only if the title names that kind.
-    kind = set(answer_type(question))
-    for n, e in enumerate(evidence[:3], start=1):
-        hop = any(p.tool == "lookup_entity" and p.round > 1 for p in e.provenance)
-        name = e.title.split(" (", 1)[0].strip()
-        fits = bool(kind & set(terms(name))) or (
-            ask.startswith(("who ", "whom ")) and _name_like(name)
-        )
-        if hop and fits and name and name.casefold() not in q:
-            return name, n
-    return None
-
-
-def _name_like(text: str) -> bool:
-    """A person's or organisation's name: a few capitalised words, no ids or punctuation."""
-    parts = text.split()
-    return 1 <= len(parts) <= 4 and all(p[:1].isupper() and p.isalpha() for p in parts)

@@ -17,9 +17,9 @@ from typing import Any, Literal, cast
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from graph.citations import verify_citations
+from graph.claims import check_answer
 from graph.context import RunContext
-from graph.extractive import extractive_answer
+from graph.extractive import CANNOT_ANSWER, NO_SUPPORTED_CLAIM, extractive_answer
 from graph.models import BoundName, RunOptions
 from graph.policies.base import View
 from graph.state import ResearchState
@@ -387,23 +387,46 @@ async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict
     if not answer.streamed:
         for line in answer.text.splitlines(keepends=True):
             await on_token(line)
-    text, citations, removed = verify_citations(answer.text, evidence, allowed_ids)
-    if removed:
-        warnings.append(f"removed {len(removed)} unresolvable citation(s): {' '.join(removed)}")
+    checked = check_answer(answer.text, evidence, allowed_ids, question)
+    if answer.answerable and not answer.extractive and not any(c.supported for c in checked.claims):
+        # An LLM answer none of whose claims its passages support is not an answer.
+        answer = extractive_answer(
+            question, evidence, note="no claim of the llm answer is supported: extractive answer"
+        )
+        checked = check_answer(answer.text, evidence, allowed_ids, question)
+    if checked.removed_markers:
+        warnings.append(
+            f"removed {len(checked.removed_markers)} unresolvable citation(s): "
+            + " ".join(checked.removed_markers)
+        )
+    dropped = [c for c in checked.claims if not c.supported]
+    if dropped and answer.answerable:
+        warnings.append(f"removed {len(dropped)} unsupported claim(s)")
+    answerable = answer.answerable and any(c.supported for c in checked.claims)
+    short = answer.short_answer if answerable else None
+    if answerable:
+        text = f"{short}\n\n{checked.text}" if short else checked.text
+    else:
+        text = answer.text if not answer.answerable else f"{CANNOT_ANSWER} {NO_SUPPORTED_CLAIM}"
+    citations = checked.citations if answerable else []
     for c in citations:
         await ctx.sink.emit(
             "citation", node="synthesize", n=c.n, evidence_id=c.evidence_id, title=c.title
         )
+    for claim in checked.claims if answer.answerable else []:
+        await ctx.sink.emit("claim", node="synthesize", **claim.model_dump(mode="json"))
     all_warnings = [*(state.get("warnings") or []), *answer.warnings, *warnings]
     result = {
         "run_id": state["run_id"],
         "question": question,
         "mode": opts.mode,
+        "short_answer": short,
         "answer": text,
-        "answerable": answer.answerable,
+        "answerable": answerable,
+        "claims": [c.model_dump(mode="json") for c in checked.claims],
         "citations": [c.model_dump(mode="json") for c in citations],
         "evidence": [e.model_dump(mode="json") for e in evidence],
-        "removed_citations": removed,
+        "removed_citations": checked.removed_markers,
         "warnings": list(dict.fromkeys(all_warnings)),
         "bound_hit": state.get("bound_hit"),
         "rounds": state.get("round", 0),
@@ -419,7 +442,8 @@ async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict
         "done",
         node="synthesize",
         round=state.get("round", 0),
-        answerable=answer.answerable,
+        answerable=answerable,
+        short_answer=short,
         bound_hit=state.get("bound_hit"),
         citations=len(citations),
         warnings=result["warnings"],

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
@@ -93,7 +94,16 @@ def render_trace(events: list[TraceEvent]) -> Tree:
 
 
 def print_result(result: ResearchResult) -> None:
-    console.print(result.answer, markup=False, highlight=False)
+    if result.short_answer:
+        console.print(f"[bold]{escape(result.short_answer)}[/bold]\n", highlight=False)
+    # The answer's text follows the short answer (as it does in JSON); only its claims here.
+    body = result.answer
+    if result.short_answer and body.startswith(result.short_answer):
+        body = body[len(result.short_answer) :].lstrip("\n")
+    console.print(body, markup=False, highlight=False)
+    dropped = [c for c in result.claims if not c.supported]
+    for claim in dropped:
+        console.print(f"[dim]removed claim: {escape(claim.text)} ({escape(claim.reason)})[/dim]")
     if result.citations:
         console.print("\n[bold]Sources[/bold]")
         for c in result.citations:

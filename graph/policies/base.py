@@ -38,6 +38,7 @@ class Answer(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     tokens: int = 0
     streamed: bool = False  # tokens already emitted while generating
+    extractive: bool = False  # read off the evidence (no LLM wrote it)
 
 
 @dataclass

@@ -15,6 +15,7 @@ import openai
 from pydantic import BaseModel, Field, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from graph.claims import neutralise_markers
 from graph.extractive import CANNOT_ANSWER, extractive_answer
 from graph.policies.base import Answer, AssessStep, OnToken, PlanStep, Verdict, View
 from graph.policies.ranking import rank_pool
@@ -210,7 +211,8 @@ class LLMPolicy:
         if not evidence:
             return extractive_answer(question, evidence)
         blocks = "\n".join(
-            fence(n, e.title, e.text, self.prompts["EVIDENCE_BLOCK"])
+            # A "[3]" written inside a document must not read as a citation the model makes.
+            fence(n, e.title, neutralise_markers(e.text), self.prompts["EVIDENCE_BLOCK"])
             for n, e in enumerate(evidence, start=1)
         )
         messages: list[Any] = [

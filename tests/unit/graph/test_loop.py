@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from graph.citations import verify_citations
+from graph.claims import check_answer
 from graph.models import Caller, RunOptions, TraceEvent
 from graph.nodes import route_after_assess, route_after_plan
 from graph.policies.base import PlanStep, View
@@ -161,12 +161,15 @@ def _ev(i: str) -> Evidence:
 
 def test_citations_to_unknown_or_unauthorised_evidence_are_removed() -> None:
     evidence = [_ev("wiki:a#0"), _ev("hr:secret#0")]
-    text, cites, removed = verify_citations(
-        "A holds [1]. B says [2]. C [7].", evidence, authorised_ids={"wiki:a#0"}
+    evidence[0] = evidence[0].model_copy(update={"text": "A holds the key."})
+    checked = check_answer(
+        "A holds the key [1]. B says [2]. C [7].", evidence, {"wiki:a#0"}, "what holds?"
     )
-    assert [c.evidence_id for c in cites] == ["wiki:a#0"]
-    assert removed == ["[2]", "[7]"]
-    assert text == "A holds [1]. B says. C."
+    assert [c.evidence_id for c in checked.citations] == ["wiki:a#0"]
+    assert checked.removed_markers == ["[2]", "[7]"]
+    # the claims left citing nothing the caller may read are not part of the answer
+    assert checked.text == "A holds the key. [1]"
+    assert [c.supported for c in checked.claims] == [True, False, False]
 
 
 def test_routers() -> None:

@@ -1,0 +1,305 @@
+"""What kind of answer a question asks for, read from its structure, not its template.
+
+- yes/no: the question opens with an auxiliary verb ("is", "were", "does", "can" ...);
+- a choice: it names options joined by "or" ("X or Y", with or without a comma; "between
+  X and Y"), and the answer is one of them;
+- a comparison: a choice or a yes/no decided by an attribute both options carry, read
+  from a comparative ("older", "first", "more ... than", "longer") and the event it is
+  about ("born", "died", "released", "founded");
+- otherwise a wh-question whose answer has a type: a person ("who"), a date ("when",
+  "what year"), a number ("how many"), a duration ("how long"), a place ("where"), or the
+  kind named after "which"/"what" ("which team", "what port").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from graph.text import STOPWORDS, stem, terms, words
+
+AnswerType = Literal[
+    "yesno", "option", "person", "date", "number", "duration", "place", "value", "entity"
+]
+Direction = Literal["min", "max"]
+
+_AUX = frozenset(
+    """is are was were am do does did can could has have had will would should shall may
+    might must isn't aren't wasn't weren't doesn't don't didn't""".split()
+)
+_WH = frozenset("what which who whom whose when where why how".split())
+# Words that end a name or noun phrase when read outwards from " or " / " and ".
+_PHRASE_STOP = (
+    _AUX
+    | _WH
+    | frozenset(
+        """between both either neither than then also first earlier later last more less
+    older younger newer bigger larger smaller longer shorter taller higher lower""".split()
+    )
+)
+_PERSON_KINDS = frozenset(
+    """person people man woman actor actress singer musician writer author director producer
+    composer player politician artist poet novelist founder leader owner engineer manager
+    lead maintainer scientist""".split()
+)
+_PLACE_KINDS = frozenset(
+    "city country state town county place region village location province nation".split()
+)
+_DATE_KINDS = frozenset("year date day month decade century birthday".split())
+_NUMBER_KINDS = frozenset("number amount count percentage percent total".split())
+
+# The event a date comparison is about, by its cue words (stems).
+EVENTS: dict[str, frozenset[str]] = {
+    "birth": frozenset({"born", "birth", "older", "younger", "oldest", "youngest", "age"}),
+    "death": frozenset({"died", "death", "die", "dead", "killed"}),
+    "start": frozenset(
+        """released release came come out published premiered founded formed established
+        created built opened launched started began introduced added debuted aired issued
+        incorporated organized written made produced recorded""".split()
+    ),
+}
+_EARLY = frozenset("first earlier earliest older oldest before sooner previously".split())
+_LATE = frozenset("later latest last younger youngest newer newest after recent".split())
+_MORE = frozenset("more most larger largest bigger biggest higher highest greater".split())
+_LESS = frozenset("less least fewer fewest smaller smallest lower lowest".split())
+_LONGER = frozenset("longer longest taller tallest".split())
+_SHORTER = frozenset("shorter shortest".split())
+
+
+@dataclass
+class QuestionShape:
+    answer_type: AnswerType
+    options: list[str] = field(default_factory=list)  # for a choice or a yes/no comparison
+    event: str | None = None  # "birth", "death", "start", "lifespan", "quantity"
+    direction: Direction | None = None
+    kind: list[str] = field(default_factory=list)  # "which film" -> ["film"]
+    same: bool = False  # "the same X", "both X": a shared-attribute yes/no
+    attribute: list[str] = field(default_factory=list)  # "same nationality" -> ["nationality"]
+    relation: list[str] = field(default_factory=list)  # "the director of X" -> ["director"]
+
+
+_ASK_SPLIT = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9\"'“(])")
+
+
+def ask_of(question: str) -> str:
+    """The sentence that asks ("Ticket X spiked. Who leads ...?" -> "Who leads ...?")."""
+    # Sentences, but an initial ("J. G. Farrell") does not end one.
+    parts = [p.strip() for p in _ASK_SPLIT.split(question.strip()) if p.strip()]
+    asks = [p for p in parts if p.rstrip().endswith("?")]
+    return (asks or parts or [question])[-1].strip()
+
+
+def analyse(question: str) -> QuestionShape:
+    ask = ask_of(question)
+    toks = words(ask)
+    first = toks[0] if toks else ""
+    options = choice_options(ask)
+    event, direction = _comparison(toks)
+    kind = _kind(ask)
+    if first in _AUX and len(options) < 2:
+        shape = QuestionShape("yesno", options=options or _subjects(ask))
+        shape.same = bool({"same", "both", "different", "either"} & set(toks))
+        skip = set().union(*(option_terms(o) for o in shape.options)) if shape.options else set()
+        shape.attribute = _after(toks, ("same", "different"), skip) or _after(toks, ("both",), skip)
+        if event:
+            shape.event, shape.direction = event, direction
+        shape.relation = _relation(toks, kind)
+        return shape
+    if len(options) >= 2:
+        return QuestionShape(
+            "option",
+            options=options,
+            event=event,
+            direction=direction,
+            kind=kind,
+            relation=_relation(toks, kind),
+        )
+    return QuestionShape(_wh_type(toks, kind), kind=kind, relation=_relation(toks, kind))
+
+
+def _wh_type(toks: list[str], kind: list[str]) -> AnswerType:
+    head = [t for t in toks[:3] if t in _WH]
+    wh = head[0] if head else next((t for t in toks if t in _WH), "")
+    joined = " ".join(toks)
+    if wh in {"who", "whom"} or (wh == "whose"):
+        return "person"
+    if wh == "when" or set(kind) & _DATE_KINDS:
+        return "date"
+    if re.search(r"\bhow (many|much)\b", joined) or set(kind) & _NUMBER_KINDS:
+        return "number"
+    if re.search(r"\bhow (long|old)\b", joined):
+        return "duration" if "long" in toks else "number"
+    if wh == "where" or set(kind) & _PLACE_KINDS:
+        return "place"
+    if set(kind) & _PERSON_KINDS:
+        return "person"
+    if kind:
+        return "entity"
+    return "value"
+
+
+_KIND = re.compile(
+    r"^\s*(?:(?:in|for|from|at|on|to|by|with|of)\s+)?(?:which|what)\s+"
+    r"(?:(?:is|was|are|were)\s+the\s+)?([\w'’ -]+)",
+    re.I,
+)
+
+
+def _kind(ask: str) -> list[str]:
+    """ "which film ..." -> ["film"]; "what year ..." -> ["year"]; "what is ..." -> []."""
+    m = _KIND.match(ask)
+    if not m:
+        return []
+    out: list[str] = []
+    for w in words(m.group(1)):
+        if w in STOPWORDS or w in _AUX or (out and (w.endswith("ed") or w.endswith("s"))):
+            break
+        out.append(stem(w))
+        if len(out) >= 2:
+            break
+    return out
+
+
+def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:
+    have = set(toks)
+    direction: Direction | None = None
+    if have & _EARLY:
+        direction = "min"
+    elif have & _LATE:
+        direction = "max"
+    if "lived" in have and have & {"longer", "longest"}:
+        return "lifespan", "max"
+    if "lived" in have and have & {"shorter", "shortest"}:
+        return "lifespan", "min"
+    for event, cues in EVENTS.items():
+        if have & cues and direction:
+            # "older" asks for the earlier birth; "younger" for the later one.
+            return event, direction
+    if have & (_MORE | _LONGER):
+        return "quantity", "max"
+    if have & (_LESS | _SHORTER):
+        return "quantity", "min"
+    if direction:
+        return "start", direction  # "which came first": the earliest date each carries
+    return None, None
+
+
+_RELATION_NEXT = frozenset({"of", "who", "was", "is", "born", "died", "that", "from"})
+
+
+def _relation(toks: list[str], kind: list[str]) -> list[str]:
+    """Nouns naming a dependent thing the attribute belongs to: "the film whose director
+    was born first" -> ["director"] (read from "the/whose/its X of/who/was")."""
+    out: list[str] = []
+    for i, t in enumerate(toks[:-1]):
+        if t in {"the", "whose", "its", "their", "his", "her"} and i + 1 < len(toks):
+            nxt = toks[i + 1]
+            after = toks[i + 2] if i + 2 < len(toks) else ""
+            if (
+                nxt not in STOPWORDS
+                and stem(nxt) in _PERSON_KINDS
+                and stem(nxt) not in kind
+                and (after in _RELATION_NEXT or t == "whose")
+            ):
+                out.append(stem(nxt))
+    return out
+
+
+def _after(toks: list[str], cues: tuple[str, ...], skip: set[str]) -> list[str]:
+    """The noun after a cue ("same nationality", "both magazines"), not an option's word."""
+    for i, t in enumerate(toks):
+        if t in cues:
+            rest = [
+                stem(w)
+                for w in toks[i + 1 : i + 4]
+                if w not in STOPWORDS and w not in _AUX and stem(w) not in skip
+            ]
+            if rest:
+                return rest[:1]
+    return []
+
+
+def choice_options(ask: str) -> list[str]:
+    """The options of "…, X or Y?", "is X or Y …", "between X and Y": the phrases on each
+    side of the conjunction, read outwards until punctuation or a word that cannot be in
+    a name (an auxiliary, a wh-word, a comparative). With no punctuation to end it, the
+    longer side is cut to the length of the shorter one (options are parallel)."""
+    text = ask.rstrip(" ?.!")
+    m = re.search(r"\bbetween\s+(.+?)\s+and\s+(.+?)(?:,|\?|$|\s+(?:which|who|what)\b)", text)
+    if m:
+        return [_trim(m.group(1)), _trim(m.group(2))]
+    idx = [m.start() for m in re.finditer(r"\s+or\s+", text)]
+    if not idx:
+        # "Which genus has more species, Bactris and Epigaea?": "and" after a comma.
+        m = re.search(r",\s*([^,]+?)\s+and\s+([^,]+)$", text)
+        if m and words(text)[:1] and words(text)[0] in _WH:
+            return [_trim(m.group(1)), _trim(m.group(2))]
+        return []
+    if len(idx) != 1:
+        return []
+    i = idx[0]
+    left, right = text[:i], re.sub(r"^\s+or\s+", "", text[i:])
+    l_closed = bool(re.search(r"[,:;]", left))
+    lpart = re.split(r"[,:;]\s*", left)[-1]
+    lw = _outward(lpart.split(), reverse=True)
+    if l_closed and lw == lpart.split():
+        # "…, X or Y?" / "…, X or Y, verb …": the right option runs to the next comma
+        # that is not inside a number ("3,000"), or to the end.
+        rm = re.match(r"(.+?)(?:,(?!\d)|$)", right)
+        rw = (rm.group(1) if rm else right).split()
+    else:
+        rw = _outward(right.split(), reverse=False)
+        if len(rw) > len(lw):
+            rw = rw[: len(lw)]  # no punctuation ends it: options are parallel
+    if not lw or not rw:
+        return []
+    return [_trim(" ".join(lw)), _trim(" ".join(rw))]
+
+
+def _outward(toks: list[str], reverse: bool) -> list[str]:
+    seq = list(reversed(toks)) if reverse else list(toks)
+    out: list[str] = []
+    for t in seq:
+        low = t.casefold().strip("\"'“”()")
+        if low in _PHRASE_STOP and not (t[:1].isupper() and out and reverse is False):
+            break
+        out.append(t)
+    return list(reversed(out)) if reverse else out
+
+
+def _trim(phrase: str) -> str:
+    phrase = phrase.strip(" \"'“”,;")
+    phrase = re.sub(r"^(?:the|a|an)\s+(?=[a-z])", "", phrase)
+    return phrase.strip()
+
+
+def _subjects(ask: str) -> list[str]:
+    """The two things a yes/no question compares: "Are X and Y both …", "Is X taller than
+    Y": the phrase after the auxiliary (and "both") up to "and"/"than", and the name that
+    opens the rest (capitalised words, a parenthesis, an identifier)."""
+    m = re.match(r"\s*\w+\s+(?:both\s+)?(.+?)\s+(?:and|than)\s+(.+)$", ask.rstrip(" ?"))
+    if not m:
+        return []
+    left = _trim(m.group(1))
+    right = _leading_name(m.group(2), len(left.split()))
+    return [left, right] if left and right else []
+
+
+_LEAD_NAME = re.compile(
+    r"(?:the\s+)?((?:[A-Z0-9][\w'’.:&-]*|\([^)]*\))(?:\s+(?:(?:of|the|de|and|&|in|on|for|"
+    r"von|van|la|le|du)\s+)?(?:[A-Z0-9][\w'’.:&-]*|\([^)]*\)))*)"
+)
+
+
+def _leading_name(text: str, parallel: int) -> str:
+    m = _LEAD_NAME.match(text.strip())
+    if m:
+        return _trim(m.group(1))
+    # Lowercase names ("pg_dump and pg_restore"): as many words as the other side.
+    toks = _outward(text.split(), reverse=False)
+    return _trim(" ".join(toks[: max(parallel, 1)]))
+
+
+def option_terms(option: str) -> set[str]:
+    return set(terms(option))

@@ -1,0 +1,505 @@
+"""The asked fact alone, read off the evidence without an LLM, or nothing.
+
+Precision first: a wrong value stated as the answer is worse than none, so every path
+returns None unless the evidence determines one value.
+
+- a choice ("which came first, X or Y?") is decided by the compared attribute read from
+  each option's own passages (or from the passage its dependent description points at:
+  "the film whose director was born first" reads the director's page);
+- a yes/no by the attribute both subjects carry ("same nationality", "both magazines");
+- a wh-question by the one value of the asked type (a date, a number, a name, a place)
+  that stands right after the question's cue (its event or outermost relation: "born
+  in", "the spouse of") on the page where the chain closes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from graph.question import EVENTS, QuestionShape, analyse, ask_of, option_terms
+from graph.support import Support, chain_context
+from graph.text import STOPWORDS, key_terms, sentences, stem, terms, words
+from tools.evidence import Evidence
+from tools.titles import base_title, whole_word_spans
+
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        "january february march april may june july august september october november "
+        "december".split(),
+        start=1,
+    )
+}
+_MON = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_DATE = re.compile(
+    rf"\b(?:(?P<d1>\d{{1,2}})\s+(?P<m1>{_MON})\s+(?P<y1>\d{{3,4}})"
+    rf"|(?P<m2>{_MON})\s+(?P<d2>\d{{1,2}}),?\s+(?P<y2>\d{{3,4}})"
+    rf"|(?P<m3>{_MON})\s+(?P<y3>\d{{4}})"
+    rf"|(?P<y4>(?:1[0-9]|20)\d{{2}}))\b"
+)
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+
+
+@dataclass
+class Found:
+    value: str
+    support: list[tuple[int, str]] = field(default_factory=list)  # (evidence n, sentence)
+
+
+# -- dates and numbers ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DateValue:
+    year: int
+    month: int = 0
+    day: int = 0
+
+    def key(self) -> tuple[int, int, int]:
+        return (self.year, self.month, self.day)
+
+
+def dates_in(text: str) -> list[tuple[int, DateValue]]:
+    """(position, date) for every date written in ``text``."""
+    out: list[tuple[int, DateValue]] = []
+    for m in _DATE.finditer(text):
+        g = m.groupdict()
+        y = g["y1"] or g["y2"] or g["y3"] or g["y4"]
+        mon = g["m1"] or g["m2"] or g["m3"]
+        d = g["d1"] or g["d2"]
+        out.append(
+            (m.start(), DateValue(int(y), _MONTHS[mon.casefold()] if mon else 0, int(d or 0)))
+        )
+    return out
+
+
+def _event_date(event: str, text: str) -> DateValue | None:
+    """The date of a person's birth or death, or of a thing's start, as a page states it."""
+    found = dates_in(text)
+    if not found:
+        return None
+    span = re.search(r"\(([^()]*\d{3,4}[^()]*)\)", text)  # "(born 1 May 1920)", "(1920–1990)"
+    if event in {"birth", "death"}:
+        cue = {"birth": r"\b(?:born|b\.)", "death": r"\b(?:died|d\.|death)"}[event]
+        for m in re.finditer(cue, text):
+            after = [d for pos, d in found if m.end() <= pos <= m.end() + 60]
+            if after:
+                return after[0]
+        if span:
+            inside = dates_in(span.group(1))
+            if len(inside) >= 2 and re.search(r"[–—-]", span.group(1)):
+                return inside[0][1] if event == "birth" else inside[-1][1]
+            if len(inside) == 1 and event == "birth" and "died" not in span.group(1):
+                return inside[0][1]
+        return None
+    for cue in sorted(_START_CUES):
+        for m in re.finditer(rf"\b{cue}\w*", text, re.I):
+            near = [d for pos, d in found if abs(pos - m.end()) <= 60]
+            if near:
+                return near[0]
+    # "X is a 1994 American film": a work's or an organisation's page opens with its year.
+    lead = sentences(text)[:1]
+    first = dates_in(lead[0]) if lead else []
+    return first[0][1] if first else None
+
+
+_START_CUES = frozenset(
+    """released publish premiere found formed establish created built opened launched
+    started began introduced debuted aired incorporated""".split()
+)
+
+
+def _lifespan(text: str) -> float | None:
+    born, died = _event_date("birth", text), _event_date("death", text)
+    if born is None or died is None:
+        return None
+    return (died.year - born.year) * 12 + (died.month - born.month)
+
+
+def _quantity(text: str, nouns: set[str]) -> float | None:
+    """A count stated next to the question's noun ("five members", "250 species")."""
+    toks = re.findall(r"[\w,.]+", text)
+    for i, tok in enumerate(toks):
+        if stem(tok.casefold().strip(",.")) in nouns:
+            for j in range(max(0, i - 3), i):
+                v = _number(toks[j])
+                if v is not None:
+                    return v
+    return None
+
+
+def _number(tok: str) -> float | None:
+    tok = tok.casefold().strip(",.")
+    if tok in _NUMBER_WORDS:
+        return float(_NUMBER_WORDS[tok])
+    try:
+        return float(tok.replace(",", ""))
+    except ValueError:
+        return None
+
+
+# -- which passages speak of what ------------------------------------------------------
+
+
+def _pages_of(name: str, evidence: list[Evidence]) -> list[int]:
+    """Evidence positions (1-based) about ``name``: its own page first, then mentions."""
+    key = name.casefold()
+    own = [
+        n
+        for n, e in enumerate(evidence, start=1)
+        if base_title(e.title).casefold() == key or e.title.casefold() == key
+    ]
+    if own:
+        return own
+    own = [
+        n
+        for n, e in enumerate(evidence, start=1)
+        if key in e.title.casefold() or base_title(e.title).casefold() in key
+        if len(base_title(e.title)) >= 3
+    ]
+    if own:
+        return own
+    return [
+        n
+        for n, e in enumerate(evidence, start=1)
+        if next(whole_word_spans(name, e.text), None) is not None
+    ]
+
+
+def _related_page(pages: list[int], relation: list[str], evidence: list[Evidence]) -> int | None:
+    """The page a dependent description points at: in the option's page, the titled page
+    whose name stands nearest to the relation word ("directed by Tim Burton")."""
+    best: tuple[int, int] | None = None
+    for n in pages:
+        text = evidence[n - 1].text
+        low = text.casefold()
+        anchors = [
+            m.start() for r in relation for m in re.finditer(rf"\b{re.escape(r[:6])}\w*", low)
+        ]
+        if not anchors:
+            continue
+        for m_i, e in enumerate(evidence, start=1):
+            if m_i in pages:
+                continue
+            name = base_title(e.title)
+            if len(name) < 3:
+                continue
+            for s, _ in whole_word_spans(name, text):
+                dist = min(abs(s - a) for a in anchors)
+                if best is None or dist < best[0]:
+                    best = (dist, m_i)
+    return best[1] if best and best[0] <= 80 else None
+
+
+def _subject_pages(
+    name: str, shape: QuestionShape, evidence: list[Evidence]
+) -> tuple[list[int], list[int]]:
+    """(pages the value is read from, all pages of the chain) for one option."""
+    pages = _pages_of(name, evidence)
+    if not pages:
+        return [], []
+    if shape.relation:
+        hop = _related_page(pages, shape.relation, evidence)
+        return ([hop], [pages[0], hop]) if hop else ([], pages[:1])
+    return pages[:2], pages[:1]
+
+
+# -- deciding ---------------------------------------------------------------------------
+
+
+def _value_of(
+    shape: QuestionShape, question: str, pages: list[int], evidence: list[Evidence]
+) -> tuple[float | tuple[int, int, int], int] | None:
+    nouns = _quantity_nouns(question, shape)
+    for n in pages:
+        text = evidence[n - 1].text
+        if shape.event == "lifespan":
+            life = _lifespan(text)
+            if life is not None:
+                return life, n
+        elif shape.event == "quantity":
+            q = _quantity(text, nouns) if nouns else None
+            if q is not None:
+                return q, n
+        elif shape.event:
+            d = _event_date(shape.event, text)
+            if d is not None:
+                return d.key(), n
+    return None
+
+
+def _quantity_nouns(question: str, shape: QuestionShape) -> set[str]:
+    skip = set().union(*(option_terms(o) for o in shape.options)) if shape.options else set()
+    toks = words(question)
+    out: set[str] = set()
+    for i, t in enumerate(toks):
+        if t in {"more", "most", "fewer", "less", "many", "number"} and i + 1 < len(toks):
+            nxt = toks[i + 1]
+            if nxt not in STOPWORDS and stem(nxt) not in skip:
+                out.add(stem(nxt))
+    return out
+
+
+def _sentence_with(text: str, needle: str | None = None) -> str:
+    sents = sentences(text)
+    if needle:
+        for s in sents:
+            if needle.casefold() in s.casefold():
+                return s
+    return sents[0] if sents else text
+
+
+def choose(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:
+    if len(shape.options) != 2 or not shape.event or not shape.direction:
+        return None
+    values = []
+    support: list[tuple[int, str]] = []
+    options = [_expand(opt, question, evidence) for opt in shape.options]
+    for opt in options:
+        pages, chain = _subject_pages(opt, shape, evidence)
+        got = _value_of(shape, question, pages, evidence)
+        if got is None:
+            return None
+        values.append(got[0])
+        for n in dict.fromkeys([*chain, got[1]]):
+            support.append((n, _sentence_with(evidence[n - 1].text)))
+    a, b = values
+    if a == b:
+        return None
+    pick = 0 if (a < b) == (shape.direction == "min") else 1  # type: ignore[operator]
+    return Found(options[pick], list(dict.fromkeys(support)))
+
+
+def _expand(option: str, question: str, evidence: list[Evidence]) -> str:
+    """An option cut at a comma inside its name ("Sweet Emma" of "Sweet Emma, Dear Böbe")
+    grows to the longest page title that holds it and that the question spells out."""
+    q = question.casefold()
+    best = option
+    for e in evidence:
+        t = base_title(e.title)
+        if len(t) > len(best) and option.casefold() in t.casefold() and t.casefold() in q:
+            best = t
+    return best
+
+
+_DEMONYM = re.compile(r"\b[A-Z][a-z]+(?:an|ian|ese|ish|ch|sh|ic|i)\b")
+
+
+def _lead_attribute(text: str, name: str, attribute: list[str]) -> set[str] | None:
+    """What a page's opening says a thing is: its nationality adjectives for
+    "nationality"/"country"/"from", else whether it names the attribute noun."""
+    lead = " ".join(sentences(text)[:2])
+    own = set(words(name))
+    if set(attribute) & {"nationality", "country", "national", "citizenship", "origin"}:
+        found = {m.group(0) for m in _DEMONYM.finditer(lead) if m.group(0).casefold() not in own}
+        return found or None
+    return None
+
+
+def yes_no(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:
+    if len(shape.options) != 2 or not shape.same:
+        return None
+    support: list[tuple[int, str]] = []
+    if shape.attribute and set(shape.attribute) & {
+        "nationality",
+        "country",
+        "national",
+        "citizenship",
+        "origin",
+    }:
+        got: list[set[str]] = []
+        for opt in shape.options:
+            pages, chain = _subject_pages(opt, shape, evidence)
+            if not pages:
+                return None
+            n = pages[0]
+            attr = _lead_attribute(evidence[n - 1].text, opt, shape.attribute)
+            if attr is None:
+                return None
+            got.append(attr)
+            support.extend((c, _sentence_with(evidence[c - 1].text)) for c in dict.fromkeys(chain))
+            support.append((n, _sentence_with(evidence[n - 1].text)))
+        same = bool(got[0] & got[1])
+        return Found("yes" if same else "no", list(dict.fromkeys(support)))
+    noun = shape.attribute[:1] or _last_noun(question, shape)
+    if not noun:
+        return None
+    hits = []
+    for opt in shape.options:
+        pages = _pages_of(opt, evidence)
+        if not pages:
+            return None
+        n = pages[0]
+        lead = " ".join(sentences(evidence[n - 1].text)[:2])
+        hits.append(noun[0] in {stem(w) for w in words(lead)})
+        support.append((n, _sentence_with(evidence[n - 1].text)))
+    return Found("yes" if all(hits) else "no", support)
+
+
+def _last_noun(question: str, shape: QuestionShape) -> list[str]:
+    skip = set().union(*(option_terms(o) for o in shape.options)) if shape.options else set()
+    toks = [t for t in terms(question) if t not in skip and t not in {"described", "both"}]
+    return toks[-1:]
+
+
+# -- wh-questions ------------------------------------------------------------------------
+
+# How far (in words) after its cue a value may stand: "born in Brooklyn", "directed by
+# Ann Lee", "has two replicas", "listens on port 5432 by default".
+_WINDOW = 8
+_PLACE_PREP = frozenset({"in", "at", "near", "from"})
+_NUM = re.compile(r"^\d{1,3}(?:,\d{3})+$|^\d+(?:\.\d+)?%?$")
+_DURATION_UNITS = frozenset("second minute hour day week month year decade century".split())
+_EVENT_OF_CUE = {cue: event for event, cues in EVENTS.items() for cue in cues}
+
+
+def _cues(question: str, shape: QuestionShape) -> list[str]:
+    """What the answer stands next to in its passage: the question's events ("born",
+    "died", "founded") and its outermost relation ("the spouse of ..."), else its other
+    content words. Inner relations ("… of the director of film X") were the hops."""
+    toks = words(ask_of(question))
+    keys = {t for t in key_terms(question)}
+    out: list[str] = []
+    for t in toks:
+        if t in _EVENT_OF_CUE:
+            out.append(t)
+    for i, t in enumerate(toks[:-1]):
+        if toks[i + 1] == "of" and t not in STOPWORDS and stem(t) not in keys:
+            out.append(t)
+            break
+    if out:
+        return out
+    return [
+        t
+        for t in toks
+        if t not in STOPWORDS
+        and t not in _WH_WORDS
+        and stem(t) not in keys
+        and stem(t) not in set(shape.kind)
+    ]
+
+
+_WH_WORDS = frozenset("what which who whom whose when where why how".split())
+
+
+def _typed_after(kind: str, toks: list[str], start: int, own: set[str]) -> list[tuple[int, str]]:
+    """(distance, value) of each value of the asked type in the window after ``start``."""
+    out: list[tuple[int, str]] = []
+    window = toks[start + 1 : start + 1 + _WINDOW]
+    i = 0
+    while i < len(window):
+        t = window[i]
+        bare = t.strip(",.;:()\"'")
+        if kind in {"person", "place"} and bare[:1].isupper() and bare.casefold() not in STOPWORDS:
+            j = i
+            name: list[str] = []
+            while j < len(window):
+                w = window[j].strip(",.;:()\"'")
+                if w[:1].isupper() or (name and w in {"of", "de", "von", "van"}):
+                    name.append(w)
+                    if window[j].endswith((",", ".", ";", ")")):
+                        break
+                    j += 1
+                else:
+                    break
+            while name and name[-1] in {"of", "de", "von", "van"}:
+                name.pop()
+            prev = window[i - 1].casefold() if i > 0 else toks[start].casefold()
+            ok = bool(name) and not {w.casefold() for w in name} <= own
+            if kind == "place":
+                ok = ok and prev in _PLACE_PREP
+            else:
+                ok = ok and 2 <= len(name) <= 4 and prev not in _PLACE_PREP
+            if ok:
+                out.append((i, " ".join(name)))
+            i = max(j, i + 1)
+            continue
+        if kind in {"number", "duration", "value"} and _NUM.match(bare):
+            unit = window[i + 1].strip(",.;:()").casefold() if i + 1 < len(window) else ""
+            if kind == "duration":
+                if stem(unit) in _DURATION_UNITS:
+                    out.append((i, f"{bare} {unit}"))
+            elif not _DATE.fullmatch(bare):
+                out.append((i, bare))
+        elif kind == "number" and bare.casefold() in _NUMBER_WORDS:
+            out.append((i, bare))
+        elif kind == "value" and ("`" in t or "_" in bare):
+            out.append((i, bare.strip("`")))
+        i += 1
+    return out
+
+
+def _hop_pages(question: str, evidence: list[Evidence], supports: list[Support]) -> list[int]:
+    """Where a chain closes: pages reached by following a mention, best ranked first, then
+    the pages holding the supporting sentences."""
+    _, linked = chain_context(evidence, question)
+    hops = [n for n, e in enumerate(evidence, start=1) if e.id in linked]
+    rest = sorted({s.index for s in supports} - set(hops))
+    return hops + rest
+
+
+def wh_answer(
+    shape: QuestionShape, question: str, evidence: list[Evidence], supports: list[Support]
+) -> Found | None:
+    kind = shape.answer_type
+    # A person's name next to a relation word is too often another person of the same
+    # passage (a co-star, a predecessor): names are not read off without a reader model.
+    if kind not in {"date", "number", "duration", "place", "value"}:
+        return None
+    cues = _cues(question, shape)
+    if not cues:
+        return None
+    q_words = set(words(question))
+    for n in _hop_pages(question, evidence, supports)[:3]:
+        e = evidence[n - 1]
+        own = set(words(base_title(e.title))) | q_words
+        event = next((_EVENT_OF_CUE[c] for c in cues if c in _EVENT_OF_CUE), None)
+        if kind == "date" and event in {"birth", "death", "start"}:
+            d = _event_date(event, e.text)
+            if d is not None:
+                m = _date_text(d, e.text)
+                if m:
+                    return Found(m, [(n, _sentence_with(e.text, m))])
+            continue
+        found: dict[str, int] = {}
+        for sent in sentences(e.text):
+            toks = sent.split()
+            for i, t in enumerate(toks):
+                if stem(t.strip(",.;:()").casefold()) not in {stem(c) for c in cues}:
+                    continue
+                for dist, value in _typed_after(kind, toks, i, own):
+                    if value.casefold() not in question.casefold():
+                        found[value] = min(found.get(value, dist), dist)
+        if found:
+            best = sorted(found.items(), key=lambda kv: kv[1])
+            if len(best) > 1 and best[1][1] == best[0][1]:
+                return None  # two values equally close: not determined
+            value = best[0][0]
+            return Found(value, [(n, _sentence_with(e.text, value))])
+    return None
+
+
+def _date_text(d: DateValue, text: str) -> str | None:
+    for m in _DATE.finditer(text):
+        if dates_in(m.group(0))[0][1] == d:
+            return m.group(0)
+    return None
+
+
+def find_short_answer(
+    question: str, evidence: list[Evidence], supports: list[Support]
+) -> Found | None:
+    if not evidence:
+        return None
+    shape = analyse(question)
+    if shape.answer_type == "option":
+        return choose(shape, question, evidence)
+    if shape.answer_type == "yesno":
+        return yes_no(shape, question, evidence)
+    return wh_answer(shape, question, evidence, supports)
