@@ -65,16 +65,20 @@ async def test_every_numeric_request_option_documents_an_upper_bound(client) -> 
     assert "AnswerRequest.max_rounds" in checked
 
 
-async def test_each_search_option_over_its_bound_is_422_naming_it(client) -> None:
+async def test_each_search_option_is_enforced_at_its_documented_bound(client) -> None:
     spec = (await client.get("/openapi.json")).json()
     props = spec["components"]["schemas"]["SearchRequest"]["properties"]
     for prop, schema in props.items():
         for number in _numeric(schema):
-            over = number.get("maximum", number.get("exclusiveMaximum")) + 1
-            value: Any = {"lexical": over} if prop == "leg_weights" else over
-            r = await client.post("/v1/search", json={"query": "q", prop: value}, headers=AUTH_A)
-            assert r.status_code == 422, (prop, r.text)
-            assert _json(r)["error"]["field"].split(".")[0] == prop
+            top = number["maximum"]
+            for value, refused in ((top, False), (top + 1, True)):
+                body = {"query": "q", prop: {"lexical": value} if prop == "leg_weights" else value}
+                r = await client.post("/v1/search", json=body, headers=AUTH_A)
+                if refused:
+                    assert r.status_code == 422, (prop, value, r.text)
+                    assert _json(r)["error"]["field"].split(".")[0] == prop
+                else:  # the documented maximum itself is valid (the test engines are down)
+                    assert r.status_code == 503, (prop, value, r.text)
 
 
 @pytest.mark.parametrize("depth", [10**12, 2**62, 2**64])
