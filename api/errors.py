@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from retrieval.pipeline import SearchFailed
 
@@ -87,6 +88,24 @@ def _field_of(loc: Sequence[Any]) -> str | None:
     return ".".join(parts) or None
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path. Starlette's 405 names the methods of
+    the first route matching the path only: OPTIONS /v1/tasks said "Allow: POST" though
+    GET is served there too."""
+    routes = request.app.router.routes
+    allowed = [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
+        )
+    ]
+    return ", ".join(allowed)
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -109,11 +128,12 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(422, code, message, field)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "error")
-        return error_response(
-            exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None)
-        )
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        return error_response(exc.status_code, code, str(exc.detail), headers=headers)
 
     @app.exception_handler(SearchFailed)
     async def _search_failed(_: Request, exc: SearchFailed) -> JSONResponse:

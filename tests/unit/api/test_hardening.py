@@ -387,3 +387,21 @@ async def test_schema_invalid_legs_and_event_ids_are_422(client) -> None:
         )
         assert r.status_code == 422, last_id
         assert _json(r)["error"]["field"] == "last-event-id"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("OPTIONS", "/v1/tasks", "GET, POST"),
+        ("DELETE", "/v1/tasks", "GET, POST"),
+        ("PUT", "/v1/search", "POST"),
+        ("POST", "/healthz", "GET"),
+    ],
+)
+async def test_405_names_every_method_served_at_the_path(
+    client, method: str, path: str, allow: str
+) -> None:
+    r = await client.request(method, path, headers=AUTH_A)
+    assert r.status_code == 405
+    assert r.headers["allow"] == allow
+    assert _json(r)["error"]["code"] == "method_not_allowed"
