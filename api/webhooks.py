@@ -187,9 +187,9 @@ def _pinned_request(
     host = parts.hostname or ""
     ip = ipaddress.ip_address(destination.address.split("%", 1)[0])
     literal = f"[{ip}]" if ip.version == 6 else str(ip)
+    userinfo, at, host_header = parts.netloc.rpartition("@")  # no userinfo in a Host header
     netloc = literal if parts.port is None else f"{literal}:{parts.port}"
-    url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
-    host_header = parts.netloc.rpartition("@")[2]  # no userinfo in a Host header
+    url = urlunsplit((parts.scheme, f"{userinfo}{at}{netloc}", parts.path, parts.query, ""))
     extensions: dict[str, Any] = {}
     if parts.scheme == "https":
         extensions["sni_hostname"] = host

@@ -272,6 +272,12 @@ async def test_global_webhook_addresses_pass_and_are_returned(monkeypatch, addre
             "hooks.example.com:8080",
             None,
         ),
+        (
+            "http://u:p@hooks.example.com/x",  # credentials kept, out of the Host header
+            "http://u:p@93.184.216.34/x",
+            "hooks.example.com",
+            None,
+        ),
     ],
 )
 async def test_delivery_connects_to_the_address_it_checked(
