@@ -6,22 +6,103 @@ Used by the rule policy and as the fallback whenever the LLM fails or returns no
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 
 from graph.claims import neutralise_markers
 from graph.policies.base import Answer
 from graph.short_answer import find_short_answer
-from graph.support import assess_support
+from graph.support import Support, assess_support
 from graph.text import QUESTION_WORDS, instruction_like, terms
 from tools.evidence import Evidence
 
 CANNOT_ANSWER = "I can't answer this from the available sources."
 NO_SUPPORTED_CLAIM = "No statement of the answer is supported by the passages it cites."
 _MAX_SENTENCES = 3
+# A supporting sentence is quoted beside the best one only when it covers nearly as much.
+_NEAR_BEST = 0.9
+# Share of terms two sentences hold in common to be one statement in two versions.
+_SAME_STATEMENT = 0.6
 # Share of the question's names/numbers the evidence must cover to attempt an answer
 # (or of its salient terms, when it names nothing).
 _MIN_KEY_COVERAGE = 0.75
 _MIN_COVERAGE = 0.5
+
+
+_MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*•]\s+|\d+[.)]\s+|>\s*|\|)|\|\s*$")
+
+
+def quote(sentence: str, q_terms: set[str], value: str | None = None) -> str:
+    """One line to quote: a "sentence" of a Markdown list or table spans lines, and only
+    its line that states the value (or shares most with the question) is the claim."""
+    raw = [ln for ln in sentence.splitlines() if ln.strip()]
+    lines = [_MARKUP.sub("", ln).strip() for ln in raw]
+    if len(lines) <= 1:
+        return " ".join(sentence.split())
+    if value:
+        for ln in lines:
+            if value.casefold() in ln.casefold():
+                return ln
+    # A heading restates the subject; the line under it says something about it.
+    body = [ln for r, ln in zip(raw, lines, strict=True) if not r.lstrip().startswith("#")]
+    body = [ln for ln in body if set(terms(ln)) - q_terms] or lines
+
+    def score(ln: str) -> tuple[int, int, int]:
+        own = set(terms(ln))
+        return (len(q_terms & own), len(own - q_terms) > 0, -lines.index(ln))
+
+    return max(body, key=score)
+
+
+def _with_chain(
+    picked: list[tuple[int, str]], evidence: list[Evidence], supports: list[Support]
+) -> list[tuple[int, str]]:
+    """A passage reached by following a mention is cited with the passage that named it
+    (and the other way round): the chain is the answer's support ("the runbook names
+    Dana; Dana's page says she leads Payments"). The chain's supporting sentences are
+    added, parent before child."""
+    ids = {e.id: n for n, e in enumerate(evidence, start=1)}
+    parent_of = {
+        n: ids[p.parent]
+        for n, e in enumerate(evidence, start=1)
+        for p in e.provenance
+        if p.parent in ids and ids[p.parent] != n
+    }
+    best: dict[int, str] = {}
+    for sup in sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index)):
+        best.setdefault(sup.index, sup.sentence)
+    chosen = dict(picked)
+    for n in list(chosen):
+        linked = [m for m, p in parent_of.items() if p == n] + [parent_of.get(n, 0)]
+        for m in linked:
+            if m and m not in chosen and m in best:
+                chosen[m] = best[m]
+    order = sorted(chosen, key=lambda n: (_depth(n, parent_of), n))
+    return [(n, chosen[n]) for n in order]
+
+
+def _depth(n: int, parent_of: dict[int, int]) -> int:
+    depth, seen = 0, {n}
+    while n in parent_of and parent_of[n] not in seen:
+        n = parent_of[n]
+        seen.add(n)
+        depth += 1
+    return depth
+
+
+def superseded(supports: list[Support], evidence: list[Evidence]) -> list[Support]:
+    """Two documents stating the same thing with different values (a policy and its
+    replacement): the older document's statement is not support."""
+    drop: set[int] = set()
+    for i, a in enumerate(supports):
+        for b in supports[i + 1 :]:
+            ea, eb = evidence[a.index - 1], evidence[b.index - 1]
+            if ea.doc_id == eb.doc_id or ea.timestamp == eb.timestamp:
+                continue
+            ta, tb = set(terms(a.sentence)), set(terms(b.sentence))
+            if ta and tb and len(ta & tb) / len(ta | tb) >= _SAME_STATEMENT:
+                drop.add(a.index if ea.timestamp < eb.timestamp else b.index)
+    return [s for s in supports if s.index not in drop]
 
 
 def salient_terms(question: str) -> list[str]:
@@ -57,7 +138,10 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
     # Faithfulness, not overlap: some sentence, read with its page and its chain, must
     # state what the question asks about next to the question's own names.
     verdict = assess_support(question, evidence)
-    if not evidence or not verdict.supported:
+    # A choice or a yes/no is decided by values read from each option's own page; that
+    # reading grounds itself even when no single sentence covers the question's words.
+    decided = find_short_answer(question, evidence, []) if not verdict.supported else None
+    if not evidence or (not verdict.supported and decided is None):
         what = ", ".join(verdict.missing) if verdict.missing else "any passage about the question"
         return Answer(
             text=f"{CANNOT_ANSWER} Missing: {what}.",
@@ -65,7 +149,9 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
             warnings=warnings,
             extractive=True,
         )
-    found = find_short_answer(question, evidence, verdict.supports)
+    supports = superseded(verdict.supports, evidence)
+    found = decided or find_short_answer(question, evidence, supports)
+    value = found.value if found else None
     if found is not None:
         # The passages that decide the short answer, in chain order, and nothing else.
         picked = [(n, sent) for n, sent in found.support if not instruction_like(sent)]
@@ -73,11 +159,17 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
         # No value can be read off: say what was found, the most direct supporting
         # sentences (one per passage).
         picked = []
-        for sup in sorted(verdict.supports, key=lambda x: (-(x.direct + x.coverage), x.index)):
-            if all(sup.index != n for n, _ in picked) and len(picked) < _MAX_SENTENCES:
+        ranked = sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index))
+        top = ranked[0].direct + ranked[0].coverage
+        for sup in ranked:
+            if sup.direct + sup.coverage < _NEAR_BEST * top or len(picked) >= _MAX_SENTENCES:
+                break  # cite what states the answer, not every passage that touches it
+            if all(sup.index != n for n, _ in picked):
                 picked.append((sup.index, sup.sentence))
+        picked = _with_chain(picked, evidence, supports)
         picked.sort()
-    lines = [f"{neutralise_markers(sent)} [{n}]" for n, sent in picked]
+    q_terms = set(terms(question))
+    lines = [f"{neutralise_markers(quote(sent, q_terms, value))} [{n}]" for n, sent in picked]
     return Answer(
         text="\n".join(lines),
         answerable=True,

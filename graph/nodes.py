@@ -423,7 +423,7 @@ async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict
         "short_answer": short,
         "answer": text,
         "answerable": answerable,
-        "claims": [c.model_dump(mode="json") for c in checked.claims],
+        "claims": [c.model_dump(mode="json") for c in checked.claims] if answer.answerable else [],
         "citations": [c.model_dump(mode="json") for c in citations],
         "evidence": [e.model_dump(mode="json") for e in evidence],
         "removed_citations": checked.removed_markers,

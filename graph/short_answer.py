@@ -256,8 +256,10 @@ def _sentence_with(text: str, needle: str | None = None) -> str:
 
 
 def choose(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:
-    if len(shape.options) != 2 or not shape.event or not shape.direction:
+    if len(shape.options) != 2:
         return None
+    if not shape.event or not shape.direction:
+        return _choose_by_property(shape, question, evidence)
     values = []
     support: list[tuple[int, str]] = []
     options = [_expand(opt, question, evidence) for opt in shape.options]
@@ -274,6 +276,36 @@ def choose(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
         return None
     pick = 0 if (a < b) == (shape.direction == "min") else 1  # type: ignore[operator]
     return Found(options[pick], list(dict.fromkeys(support)))
+
+
+def _choose_by_property(
+    shape: QuestionShape, question: str, evidence: list[Evidence]
+) -> Found | None:
+    """ "Which novelist was German, X or Y?": the option whose own page states the asked
+    property (all of the question's other words), when the other's page does not."""
+    options = [_expand(opt, question, evidence) for opt in shape.options]
+    skip = set().union(*(option_terms(o) for o in options)) | set(shape.kind)
+    prop = [t for t in terms(ask_of(question)) if t not in skip and t not in _WH_WORDS]
+    if not prop:
+        return None
+    shares: list[float] = []
+    support: list[tuple[int, str]] = []
+    for opt in options:
+        pages = _pages_of(opt, evidence)[:2]
+        have = {t for n in pages for t in terms(evidence[n - 1].text)}
+        shares.append(sum(t in have for t in prop) / len(prop) if pages else -1.0)
+        if pages:
+            best = max(
+                sentences(evidence[pages[0] - 1].text),
+                key=lambda x: sum(t in set(terms(x)) for t in prop),
+            )
+            support.append((pages[0], best))
+    if min(shares) < 0:
+        return None
+    hi = 0 if shares[0] > shares[1] else 1
+    if shares[hi] == 1.0 and shares[1 - hi] < 1.0:
+        return Found(options[hi], support)
+    return None
 
 
 def _expand(option: str, question: str, evidence: list[Evidence]) -> str:
@@ -327,25 +359,84 @@ def yes_no(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
             support.append((n, _sentence_with(evidence[n - 1].text)))
         same = bool(got[0] & got[1])
         return Found("yes" if same else "no", list(dict.fromkeys(support)))
-    noun = shape.attribute[:1] or _last_noun(question, shape)
-    if not noun:
+    if {"same", "different"} & set(words(ask_of(question))) and shape.attribute:
+        return _same_value(shape, question, evidence)
+    # "Are X and Y both magazines?": class membership, read from what each page's opening
+    # sentence says its subject is. The whole class phrase there: yes for that subject;
+    # not even its head noun: no; anything between is not determined.
+    klass = _class_terms(question, shape)
+    if not klass:
         return None
-    hits = []
+    verdicts = []
     for opt in shape.options:
         pages = _pages_of(opt, evidence)
         if not pages:
             return None
         n = pages[0]
-        lead = " ".join(sentences(evidence[n - 1].text)[:2])
-        hits.append(noun[0] in {stem(w) for w in words(lead)})
-        support.append((n, _sentence_with(evidence[n - 1].text)))
-    return Found("yes" if all(hits) else "no", support)
+        lead = sentences(evidence[n - 1].text)[:1]
+        have = {stem(w) for w in words(lead[0])} if lead else set()
+        page = {stem(w) for m in pages for w in words(evidence[m - 1].text)}
+        if set(klass) <= have:
+            verdicts.append(True)
+        elif klass[-1] not in page:
+            verdicts.append(False)  # the page never calls it anything of the kind
+        else:
+            return None
+        support.append((n, lead[0] if lead else evidence[n - 1].text))
+    return Found("yes" if all(verdicts) else "no", support)
 
 
-def _last_noun(question: str, shape: QuestionShape) -> list[str]:
+def _class_terms(question: str, shape: QuestionShape) -> list[str]:
+    """The class a "both" question asks about: the words after "both" (or after the last
+    option) to the end, "Are X and Y both rock bands?" -> ["rock", "band"]."""
+    ask = ask_of(question).rstrip(" ?")
+    m = re.search(
+        r"\bboth\s+(?:(?:a|an|the|considered|described as|types? of|kinds? of)\s+)*(.+)$", ask
+    )
+    if not m:
+        return []
+    tail = [stem(w) for w in words(m.group(1)) if w not in STOPWORDS and w not in _AUX_WORDS]
     skip = set().union(*(option_terms(o) for o in shape.options)) if shape.options else set()
-    toks = [t for t in terms(question) if t not in skip and t not in {"described", "both"}]
-    return toks[-1:]
+    if not tail or set(tail) & skip or len(tail) > 3 or any(_verb_or_number(t) for t in tail):
+        return []  # "both X and Y …": the options, not a class
+    return tail
+
+
+def _verb_or_number(term: str) -> bool:
+    return term[:1].isdigit() or (len(term) > 4 and term.endswith("ed"))
+
+
+_AUX_WORDS = frozenset("is are was were be been considered described known".split())
+
+
+def _same_value(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:
+    """ "Are X and Y owned by the same team?": the name each page writes next to the
+    attribute ("Owner: Platform team"), compared."""
+    attr = shape.attribute[0]
+    q_words = set(words(question))
+    values: list[str] = []
+    support: list[tuple[int, str]] = []
+    for opt in shape.options:
+        pages = _pages_of(opt, evidence)
+        got: tuple[int, str, int, str] | None = None
+        for n in pages[:2]:
+            for sent in sentences(evidence[n - 1].text):
+                toks = re.findall(r"[\w'’.-]+", sent)
+                at = [i for i, t in enumerate(toks) if stem(t.casefold()) == attr]
+                for i, t in enumerate(toks):
+                    if not t[:1].isupper() or t.casefold() in q_words or t.casefold() in STOPWORDS:
+                        continue
+                    dist = min((abs(i - a) for a in at), default=99)
+                    if dist <= 3 and (got is None or dist < got[0]):
+                        got = (dist, t, n, sent)
+        if got is None:
+            return None
+        values.append(got[1].casefold())
+        support.append((got[2], got[3]))
+    answer = values[0] == values[1]
+    if "different" in words(ask_of(question)):
+        answer = not answer
+    return Found("yes" if answer else "no", support)
 
 
 # -- wh-questions ------------------------------------------------------------------------
@@ -468,6 +559,26 @@ def wh_answer(
                     return Found(m, [(n, _sentence_with(e.text, m))])
             continue
         found: dict[str, int] = {}
+        counted = _counted_noun(question) if kind == "number" else None
+        if counted:
+            # "how many replicas" is answered by the number written before the noun:
+            # "two replicas", "3 replicas".
+            for sent in sentences(e.text):
+                toks = sent.split()
+                for i, t in enumerate(toks):
+                    if stem(t.strip(",.;:()`").casefold()) != counted:
+                        continue
+                    for j in range(i - 1, max(-1, i - 4), -1):
+                        v = toks[j].strip(",.;:()`")
+                        if _NUM.match(v) or v.casefold() in _NUMBER_WORDS:
+                            found[v] = min(found.get(v, i - j), i - j)
+                            break
+            if found:
+                best = sorted(found.items(), key=lambda kv: kv[1])
+                if len(best) > 1 and best[1][1] == best[0][1]:
+                    return None
+                return Found(best[0][0], [(n, _sentence_with(e.text, best[0][0]))])
+            continue
         for sent in sentences(e.text):
             toks = sent.split()
             for i, t in enumerate(toks):
@@ -483,6 +594,11 @@ def wh_answer(
             value = best[0][0]
             return Found(value, [(n, _sentence_with(e.text, value))])
     return None
+
+
+def _counted_noun(question: str) -> str | None:
+    m = re.search(r"\bhow many\s+([\w-]+)", question, re.IGNORECASE)
+    return stem(m.group(1).casefold()) if m else None
 
 
 def _date_text(d: DateValue, text: str) -> str | None:
@@ -502,4 +618,6 @@ def find_short_answer(
         return choose(shape, question, evidence)
     if shape.answer_type == "yesno":
         return yes_no(shape, question, evidence)
+    if not supports:
+        return None  # a wh-value is read only off sentences that support the answer
     return wh_answer(shape, question, evidence, supports)

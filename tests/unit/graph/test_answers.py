@@ -221,3 +221,79 @@ def test_supported_question_with_no_value_to_read_off_has_no_short_answer() -> N
     assert assess_support(q, evidence).supported
     answer = extractive_answer(q, evidence)
     assert answer.answerable and answer.short_answer is None
+
+
+def test_choice_by_a_property_only_one_option_carries() -> None:
+    evidence = [
+        ev("w:g", "David Guterson", "David Guterson is an American novelist and poet."),
+        ev("w:m", "Thomas Mann", "Thomas Mann was a German novelist and essayist."),
+    ]
+    got = find_short_answer(
+        "Which novelist was German, David Guterson or Thomas Mann?", evidence, []
+    )
+    assert got is not None and got.value == "Thomas Mann"
+    both = [evidence[1], ev("w:g", "David Guterson", "David Guterson is a German novelist.")]
+    assert (
+        find_short_answer("Which novelist was German, David Guterson or Thomas Mann?", both, [])
+        is None
+    )
+
+
+def test_both_class_yes_no_and_undetermined() -> None:
+    bands = [
+        ev("w:a", "Lit", "Lit is an American rock band from California."),
+        ev("w:b", "Adorable", "Adorable was an English rock band."),
+    ]
+    yes = find_short_answer("Are Lit and Adorable both rock bands?", bands, [])
+    assert yes is not None and yes.value == "yes"
+    bands[1] = ev("w:b", "Adorable", "Adorable is a novel by Ann Lee.")
+    no = find_short_answer("Are Lit and Adorable both rock bands?", bands, [])
+    assert no is not None and no.value == "no"
+    # the head noun is on the page but the opening does not say it is one: not determined
+    bands[1] = ev("w:b", "Adorable", "Adorable is a novel. It tells of a rock band.")
+    assert find_short_answer("Are Lit and Adorable both rock bands?", bands, []) is None
+
+
+def test_same_attribute_compares_the_values_written_next_to_it() -> None:
+    evidence = [
+        ev("w:c", "carrier-sync", "carrier-sync polls SFTP. Owner: Carrier Integrations team"),
+        ev("w:d", "dock-scheduler", "dock-scheduler books docks. Owner: Carrier Integrations team"),
+    ]
+    q = "Are carrier-sync and dock-scheduler owned by the same team?"
+    got = find_short_answer(q, evidence, [])
+    assert got is not None and got.value == "yes"
+    evidence[1] = ev("w:d", "dock-scheduler", "dock-scheduler books docks. Owner: Platform team")
+    got = find_short_answer(q, evidence, [])
+    assert got is not None and got.value == "no"
+
+
+def test_a_newer_version_of_a_statement_replaces_the_older_one() -> None:
+    from datetime import UTC, datetime
+
+    old = ev("w:v1", "On-call policy v1", "SEV1 pages must be acknowledged within 30 minutes.")
+    new = ev("w:v2", "On-call policy v2", "SEV1 pages must be acknowledged within 5 minutes.")
+    old = old.model_copy(update={"timestamp": datetime(2024, 1, 1, tzinfo=UTC)})
+    new = new.model_copy(update={"timestamp": datetime(2025, 6, 1, tzinfo=UTC)})
+    answer = extractive_answer(
+        "Within how many minutes must a SEV1 page be acknowledged?", [old, new]
+    )
+    assert "5 minutes" in answer.text and "30 minutes" not in answer.text
+
+
+def test_a_hop_is_cited_with_the_passage_that_named_it() -> None:
+    from tools.evidence import Provenance
+
+    runbook = ev("w:r", "Ledger runbook", "The Ledger runbook was written by engineer Dana Ruiz.")
+    dana = ev("w:d", "Dana Ruiz", "Dana Ruiz heads the Payments Platform group.").model_copy(
+        update={
+            "provenance": [
+                Provenance(round=2, tool="lookup_entity", query="Dana Ruiz", parent="w:r#0")
+            ]
+        }
+    )
+    answer = extractive_answer(
+        "Which team does the engineer who wrote the Ledger runbook lead?", [runbook, dana]
+    )
+    lines = answer.text.splitlines()
+    assert lines[0].endswith("[1]") and "Ledger runbook" in lines[0]  # the parent first
+    assert any("Payments Platform" in x and x.endswith("[2]") for x in lines)
