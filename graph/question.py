@@ -79,7 +79,7 @@ class QuestionShape:
     relation: list[str] = field(default_factory=list)  # "the director of X" -> ["director"]
 
 
-_ASK_SPLIT = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9\"'“(])")
+_ASK_SPLIT = re.compile(r"(?<=[.!?])(?<!\b[A-Za-z]\.)\s+(?=[A-Z0-9\"'“(])")
 
 
 def ask_of(question: str) -> str:

@@ -476,6 +476,11 @@ def _cues(question: str, shape: QuestionShape) -> list[str]:
     ]
 
 
+# A setting, symbol or code a technical question names: json.dumps, max_connections,
+# PYTHONDONTWRITEBYTECODE, `--jobs`, ERR-4012.
+_IDENTIFIER = re.compile(
+    r"`[^`]+`|\b\w+[._]\w+\b|\b[A-Z][A-Z0-9_]{3,}\b|(?<!\w)--?\w[\w-]*|\b[A-Z]+-\d+\b"
+)
 _WH_WORDS = frozenset("what which who whom whose when where why how".split())
 
 
@@ -543,6 +548,8 @@ def wh_answer(
     # passage (a co-star, a predecessor): names are not read off without a reader model.
     if kind not in {"date", "number", "duration", "place", "value"}:
         return None
+    if kind == "value" and not _IDENTIFIER.search(question):
+        return None  # an untyped value is read off only next to a named setting or symbol
     cues = _cues(question, shape)
     if not cues:
         return None
