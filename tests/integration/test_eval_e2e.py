@@ -75,6 +75,7 @@ def test_report_has_exactly_the_documented_shape(eval_run: tuple[Path, Path, dic
     _, _, report = eval_run
     assert set(report) == {
         "dataset",
+        "split",
         "questions",
         "corpus_passages",
         "budget",
