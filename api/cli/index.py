@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -69,7 +73,10 @@ def ingest(
     index: IndexOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Ingest documents and exports; unchanged content is skipped, changed content replaced."""
+    """Ingest documents and exports; unchanged content is skipped, changed content replaced.
+
+    Progress goes to stderr (with --json too); the summary to stdout. Exit 1 when files
+    were given and none of them could be ingested."""
     from retrieval.connectors import load_path
 
     missing = [str(p) for p in paths if not p.exists()]
@@ -81,23 +88,27 @@ def ingest(
     store = open_store(index)
     totals = {"added": 0, "updated": 0, "unchanged": 0, "records": 0, "embeddings": 0}
     failures: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str]] = []
     try:
         for path in paths:
-            loaded = load_path(path, source=source, acl=groups or None, project=project)
+            _note(f"reading {path}")
+            try:
+                loaded = load_path(path, source=source, acl=groups or None, project=project)
+            except (ValueError, FileNotFoundError) as exc:  # a bad argument, not a bad file
+                fail(str(exc))
             failures.extend(loaded.failures)
-            with Progress(
-                TextColumn(f"[bold]{path}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err_console,
-                transient=True,
-                disable=json_out,
-            ) as bar:
-                task = bar.add_task("ingest", total=max(1, len(loaded.records)))
+            skipped.extend(loaded.skipped)
+            documents = len({r.doc_id for r in loaded.records})
+            _note(
+                f"{path}: {documents} document(s), {len(loaded.records)} record(s), "
+                f"{len(loaded.failures)} failed, {len(loaded.skipped)} skipped"
+            )
+            if not loaded.records:
+                continue
+            with _ingest_progress(str(path), len(loaded.records)) as progress:
                 report = store.ingest(
                     loaded.records,
-                    progress=_bar_progress(bar, task),
+                    progress=progress,
                     project=project,
                     origin=str(path.resolve()),
                 )
@@ -109,16 +120,72 @@ def ingest(
             failures.extend(report.failed)
     finally:
         store.close()
+    ingested = totals["added"] + totals["updated"] + totals["unchanged"]
     if json_out:
-        print(json.dumps({**totals, "failed": [{"path": p, "reason": r} for p, r in failures]}))
+        print(
+            json.dumps(
+                {
+                    **totals,
+                    "failed": [{"path": p, "reason": r} for p, r in failures],
+                    "skipped": [{"path": p, "reason": r} for p, r in skipped],
+                }
+            )
+        )
+    else:
+        console.print(
+            f"documents: [green]{totals['added']} added[/], "
+            f"[yellow]{totals['updated']} updated[/], {totals['unchanged']} unchanged, "
+            f"[red]{len(failures)} failed[/], {len(skipped)} skipped  "
+            f"(records indexed {totals['records']}, embeddings computed {totals['embeddings']})",
+            highlight=False,
+            soft_wrap=True,
+        )
+        # One line per file, never wrapped: a log or a grep reads each whole.
+        for failed_path, reason in failures:
+            console.print(
+                f"  [red]failed[/] {escape(failed_path)}: {escape(reason)}", soft_wrap=True
+            )
+        for skipped_path, reason in skipped:
+            console.print(
+                f"  skipped {escape(skipped_path)}: {escape(reason)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    if failures and not ingested:
+        fail(f"nothing ingested: every file failed ({len(failures)} failure(s))", code=1)
+
+
+def _note(message: str) -> None:
+    """One progress line on stderr (never stdout: --json keeps stdout to the summary)."""
+    err_console.print(message, highlight=False, markup=False, soft_wrap=True)
+
+
+@contextmanager
+def _ingest_progress(label: str, total: int) -> Iterator[ProgressFn]:
+    """A bar on a terminal; elsewhere (a pipe, a log) a line every 10 s and one at the
+    end, so a long ingest is never silent."""
+    if err_console.is_terminal:
+        with Progress(
+            TextColumn(f"[bold]{escape(label)}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        ) as bar:
+            yield _bar_progress(bar, bar.add_task("ingest", total=max(1, total)))
         return
-    console.print(
-        f"documents: [green]{totals['added']} added[/], [yellow]{totals['updated']} updated[/], "
-        f"{totals['unchanged']} unchanged, [red]{len(failures)} failed[/]  "
-        f"(records indexed {totals['records']}, embeddings computed {totals['embeddings']})"
-    )
-    for failed_path, reason in failures:
-        console.print(f"  [red]failed[/] {failed_path}: {reason}")
+    start = last = time.monotonic()
+
+    def update(done: int, of: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= 10.0 and done < of:
+            last = now
+            _note(f"{label}: {done}/{of} records ({now - start:.0f} s)")
+
+    yield update
+    _note(f"{label}: {total} record(s) indexed in {time.monotonic() - start:.1f} s")
 
 
 def acl_groups(values: list[str]) -> list[str]:
