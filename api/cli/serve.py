@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import signal
 import sys
 from pathlib import Path
@@ -17,8 +18,18 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default 8000).")] = None,
     index: IndexOption = None,
+    dev: Annotated[
+        bool,
+        typer.Option(
+            "--dev",
+            help="Development: start even without API keys (every /v1 request then gets "
+            "401). Also WAYPOINT_ENV=development.",
+        ),
+    ] = False,
 ) -> None:
-    """Serve the HTTP API, the /ui trace viewer and OpenAPI docs at /docs."""
+    """Serve the HTTP API, the /ui trace viewer and OpenAPI docs at /docs.
+
+    Needs API keys (WAYPOINT_AUTH_FILE) unless --dev or WAYPOINT_ENV=development."""
     import uvicorn
     from pydantic import ValidationError
 
@@ -44,11 +55,27 @@ def serve(
     # Check the configuration files up front: a bad file is one line and exit 2, not a
     # traceback from inside the server's startup.
     try:
-        KeyRing.from_file(settings.auth_file)
+        keys = KeyRing.from_file(settings.auth_file)
         load_sources_file(settings.sources_file)
         check_tasks_url(settings.resolved_tasks_url())
     except (AuthFileError, SourcesFileError, TasksUrlError) as exc:
         fail(str(exc))
+    if not len(keys):
+        # A service without keys answers 401 to every request: refuse to start, unless
+        # in development, where it may run to look at /docs or /healthz.
+        development = dev or os.environ.get("WAYPOINT_ENV", "").strip() == "development"
+        where = (
+            f"auth file {settings.auth_file} holds no key"
+            if settings.auth_file is not None
+            else "no API keys (WAYPOINT_AUTH_FILE is not set)"
+        )
+        if not development:
+            fail(
+                f"{where}: set WAYPOINT_AUTH_FILE to a JSON file "
+                '{"keys": {"<key>": {"user": "...", "groups": ["..."]}}} '
+                "(or pass --dev to start without keys)"
+            )
+        print(f"warning: {where}: every /v1 request gets 401 (--dev)", file=sys.stderr)
     configure_logging(settings.log_level, settings.log_json)
     app = create_app(settings)
     if hasattr(signal, "SIGHUP"):
