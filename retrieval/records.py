@@ -31,6 +31,14 @@ class Meta:
     URL = "url"
     ENTITIES = "entities"  # list[str] named things the record is about (services, people...)
     EMBED_TEXT = "embed_text"  # optional: the text to embed if it differs from ``text``
+    # Where a chunk sits inside its file, for citations (``report.pdf p. 12``); all optional.
+    PATH = "path"  # the file's path relative to the loaded folder (files connector)
+    PAGE = "page"  # 1-based PDF page the chunk is on (a chunk never crosses pages)
+    SLIDE = "slide"  # 1-based slide number (PPTX)
+    SHEET = "sheet"  # spreadsheet sheet name (XLSX)
+    ROW_START = "row_start"  # first / last sheet row numbers a table chunk holds
+    ROW_END = "row_end"
+    LINKS = "links"  # list[str] outgoing link targets whose anchors lie in this chunk
 
 
 PUBLIC_GROUP = "public"

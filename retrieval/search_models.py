@@ -82,11 +82,47 @@ class Locator(BaseModel):
     char_end: int | None = None
     heading_path: list[str] = Field(default_factory=list)
     url: str | None = None
+    # Inside a paged / tabular file (None elsewhere): PDF page, slide, sheet and rows.
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+    row_start: int | None = None
+    row_end: int | None = None
+    # How a citation names the place: ``"report.pdf p. 12"``, ``"deck.pptx slide 3"``,
+    # ``"budget.xlsx, sheet Q3, rows 2-40"``; None when there is no page, slide or sheet.
+    label: str | None = None
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def citation_label(record: Record) -> str | None:
+    """``"report.pdf p. 12"`` and the like, from the chunk's page / slide / sheet / rows."""
+    meta = record.metadata
+    page, slide = _int_or_none(meta.get(Meta.PAGE)), _int_or_none(meta.get(Meta.SLIDE))
+    sheet = meta.get(Meta.SHEET)
+    rows = (_int_or_none(meta.get(Meta.ROW_START)), _int_or_none(meta.get(Meta.ROW_END)))
+    if page is None and slide is None and sheet is None and rows[0] is None:
+        return None
+    path = str(meta.get(Meta.PATH) or record.doc_id.split(":", 1)[-1])
+    parts = [path.rstrip("/").rsplit("/", 1)[-1]]
+    if page is not None:
+        return f"{parts[0]} p. {page}"
+    if slide is not None:
+        return f"{parts[0]} slide {slide}"
+    if sheet:
+        parts.append(f"sheet {sheet}")
+    if rows[0] is not None:
+        end = rows[1] if rows[1] is not None else rows[0]
+        parts.append(f"row {rows[0]}" if end == rows[0] else f"rows {rows[0]}-{end}")
+    return ", ".join(parts)
 
 
 def locator_for(record: Record) -> Locator:
     """The citation locator of a stored chunk, read from its well-known metadata."""
     meta = record.metadata
+    sheet = meta.get(Meta.SHEET)
     return Locator(
         doc_id=record.doc_id,
         chunk_id=record.id,
@@ -94,6 +130,12 @@ def locator_for(record: Record) -> Locator:
         char_end=meta.get(Meta.CHAR_END),
         heading_path=list(meta.get(Meta.HEADING_PATH) or []),
         url=meta.get(Meta.URL),
+        page=_int_or_none(meta.get(Meta.PAGE)),
+        slide=_int_or_none(meta.get(Meta.SLIDE)),
+        sheet=str(sheet) if sheet else None,
+        row_start=_int_or_none(meta.get(Meta.ROW_START)),
+        row_end=_int_or_none(meta.get(Meta.ROW_END)),
+        label=citation_label(record),
     )
 
 

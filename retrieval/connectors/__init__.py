@@ -5,7 +5,8 @@
 * a folder with ``channels.json``            -> Slack export  (:mod:`.slack`)
 * a ``.json`` file holding a list of objects with ``key`` and ``fields`` -> ticket export
 * a ``.jsonl`` / ``.jsonl.gz`` file          -> JSONL passages (:mod:`.jsonl`)
-* otherwise a folder (recursive) or a single .md/.markdown/.txt/.html/.htm (:mod:`.files`)
+* otherwise a folder (recursive), a ``.zip`` of one, or a single page or document:
+  .md/.markdown/.txt/.html/.htm, .pdf/.docx/.pptx/.xlsx/.xlsm/.csv/.tsv (:mod:`.files`)
 
 Id scheme and formats: docs/CONNECTORS.md.
 """
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 _SOURCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-_SUFFIXES_TO_STRIP = (".jsonl.gz", ".jsonl", ".json", *sorted(SUFFIXES))
+_SUFFIXES_TO_STRIP = (".jsonl.gz", ".jsonl", ".json", ".zip", *sorted(SUFFIXES))
 
 
 @dataclass

@@ -11,6 +11,7 @@ A connector answers three questions only (DESIGN.md section 1):
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,7 +20,16 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from retrieval.chunking import EmbedBudget, Heading, chunk_text, embed_budget
+from retrieval.chunking import (
+    WORDS,
+    EmbedBudget,
+    Heading,
+    TokenIndex,
+    chunk_text,
+    embed_budget,
+    section_cap,
+    split_span,
+)
 from retrieval.chunking import embed_text as chunk_embed_text
 from retrieval.records import ALL_LEGS, PUBLIC_GROUP, Meta, Record, chunk_id, content_hash
 from retrieval.settings import RetrievalSettings
@@ -41,6 +51,13 @@ class ConnectorSettings(BaseSettings):
     # A thread is distilled and embedded only if one message is substantive: not filler
     # and at least this mean IDF (lower than the burst gate: questions are short).
     thread_min_mean_idf: float = 2.0
+    # Archives (.zip): refused past these (zip bombs); members are also held to
+    # ``max_file_bytes`` each.
+    zip_max_members: int = 20_000
+    zip_max_total_bytes: int = 2 * 1024**3  # sum of the members' uncompressed sizes
+    zip_max_ratio: float = 200.0  # uncompressed / compressed size of one member
+    # Spreadsheets: rows read per sheet (the rest is reported as skipped).
+    table_max_rows: int = 200_000
 
 
 @dataclass
@@ -97,6 +114,27 @@ class BaseConnector(Generic[RawT]):
         raise NotImplementedError
 
 
+@dataclass(frozen=True)
+class Region:
+    """A part of the parent text no chunk crosses (a PDF page, a slide); ``meta`` is
+    copied into the metadata of every chunk inside it (``{"page": 12}``)."""
+
+    start: int
+    end: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """A table document: ``text[header[0]:header[1]]`` is the header line and each row
+    ``(start, end, row number)`` one line. Chunks hold whole rows (the first chunk opens
+    with the header; the others carry it in their embed text)."""
+
+    header: tuple[int, int]
+    rows: Sequence[tuple[int, int, int]]
+    heading_path: tuple[str, ...] = ()
+
+
 @dataclass
 class SourceDocument:
     """A parsed document before chunking. ``text`` is the parent text chunk offsets index."""
@@ -119,6 +157,12 @@ class SourceDocument:
     extra: dict[str, Any] = field(default_factory=dict)
     # What the content hash covers when it differs from ``text`` (e.g. front matter too).
     hash_basis: str | None = None
+    # Pages / slides no chunk crosses (empty: the whole text is one region).
+    regions: Sequence[Region] = ()
+    # A spreadsheet / CSV table: chunked by whole rows instead of headings.
+    table: TableLayout | None = None
+    # Outgoing links: (offset in ``text``, target); each chunk's are in its metadata.
+    links: Sequence[tuple[int, str]] = ()
 
     @property
     def content_hash(self) -> str:
@@ -201,30 +245,161 @@ def chunk_budget(settings: RetrievalSettings) -> EmbedBudget | None:
 
 def document_records(doc: SourceDocument, settings: RetrievalSettings) -> list[Record]:
     """Chunk ``doc`` on its headings under the token cap (in the embedding model's tokens,
-    its prefixed embed text within what the model reads); one record per chunk."""
+    its prefixed embed text within what the model reads); one record per chunk. A chunk
+    never crosses a region (page, slide); a table is chunked by whole rows."""
     budget = chunk_budget(settings)
-    chunks = chunk_text(
-        doc.text,
-        doc.headings,
-        settings.chunk_tokens,
-        settings.chunk_overlap_tokens,
-        body_start=doc.body_start,
-        title=doc.title,
-        budget=budget,
-    )
-    return [
-        make_record(
-            doc,
-            i,
-            c.start,
-            c.end,
-            c.heading_path,
-            embed_text=chunk_embed_text(
-                doc.title, c.heading_path, doc.text[c.start : c.end], budget
-            ),
+    spans: list[_Span]
+    if doc.table is not None:
+        spans = _table_spans(doc, settings, budget)
+    elif doc.regions:
+        spans = _region_spans(doc, settings, budget)
+    else:
+        chunks = chunk_text(
+            doc.text,
+            doc.headings,
+            settings.chunk_tokens,
+            settings.chunk_overlap_tokens,
+            body_start=doc.body_start,
+            title=doc.title,
+            budget=budget,
         )
-        for i, c in enumerate(chunks)
-    ]
+        spans = [_Span(c.start, c.end, c.heading_path) for c in chunks]
+    links = sorted(doc.links)
+    records: list[Record] = []
+    for i, span in enumerate(spans):
+        extra = dict(span.meta)
+        if links:
+            lo = bisect_left(links, (span.start, ""))
+            hi = bisect_left(links, (span.end, ""))
+            extra[Meta.LINKS] = list(dict.fromkeys(target for _, target in links[lo:hi]))
+        embed_input = span.embed_input or doc.text[span.start : span.end]
+        records.append(
+            make_record(
+                doc,
+                i,
+                span.start,
+                span.end,
+                span.heading_path,
+                embed_text=chunk_embed_text(doc.title, span.heading_path, embed_input, budget),
+                extra=extra,
+            )
+        )
+    return records
+
+
+@dataclass
+class _Span:
+    start: int
+    end: int
+    heading_path: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+    embed_input: str | None = None  # what is embedded (prefixed) when not the slice itself
+
+
+def _region_spans(
+    doc: SourceDocument, settings: RetrievalSettings, budget: EmbedBudget | None
+) -> list[_Span]:
+    """Sections on headings as :func:`~retrieval.chunking.chunk_text` makes them, cut
+    again at every region boundary; the heading path runs on across regions (a chapter
+    goes on over pages). A heading with no body before the region's end merges into the
+    next section of the same region."""
+    text = doc.text
+    index = TokenIndex(text, budget.counter if budget else WORDS)
+    ordered = sorted(doc.headings, key=lambda h: h.start)
+    stack: list[Heading] = []
+    spans: list[_Span] = []
+    h = 0
+    for region in sorted(doc.regions, key=lambda r: r.start):
+        start, end = max(region.start, doc.body_start), region.end
+        if start >= end:
+            continue
+        while h < len(ordered) and ordered[h].start < start:
+            _push(stack, ordered[h])
+            h += 1
+        inside: list[Heading] = []
+        while h < len(ordered) and ordered[h].start < end:
+            inside.append(ordered[h])
+            h += 1
+        for s, e, path in _sections_within(text, inside, start, end, stack):
+            cap = section_cap(settings.chunk_tokens, doc.title, path, budget)
+            for cs, ce in split_span(text, s, e, cap, settings.chunk_overlap_tokens, index=index):
+                spans.append(_Span(cs, ce, path, dict(region.meta)))
+    return spans
+
+
+def _push(stack: list[Heading], heading: Heading) -> None:
+    while stack and stack[-1].level >= heading.level:
+        stack.pop()
+    stack.append(heading)
+
+
+def _sections_within(
+    text: str, headings: Sequence[Heading], start: int, end: int, stack: list[Heading]
+) -> list[tuple[int, int, tuple[str, ...]]]:
+    """``text[start:end]`` cut at ``headings`` (all inside it); ``stack`` is the heading
+    path in force at ``start`` and is left as the path in force at ``end``."""
+    sections: list[tuple[int, int, tuple[str, ...]]] = []
+    first = headings[0].start if headings else end
+    if text[start:first].strip():
+        sections.append((start, first, tuple(x.title for x in stack)))
+    pending: int | None = None
+    for i, heading in enumerate(headings):
+        _push(stack, heading)
+        stop = headings[i + 1].start if i + 1 < len(headings) else end
+        begin = heading.start if pending is None else pending
+        if not text[heading.end : stop].strip():
+            pending = begin
+            continue
+        pending = None
+        sections.append((begin, stop, tuple(x.title for x in stack)))
+    if pending is not None and text[pending:end].strip():
+        if sections:
+            s, _, path = sections[-1]
+            sections[-1] = (s, end, path)
+        else:
+            sections.append((pending, end, tuple(x.title for x in stack)))
+    return sections
+
+
+def _table_spans(
+    doc: SourceDocument, settings: RetrievalSettings, budget: EmbedBudget | None
+) -> list[_Span]:
+    """Whole rows packed up to the cap, the header's tokens counted in every chunk (the
+    first chunk holds it, the others embed it). A row over the cap is a chunk alone."""
+    layout = doc.table
+    assert layout is not None
+    text = doc.text
+    index = TokenIndex(text, budget.counter if budget else WORDS)
+    path = layout.heading_path
+    h_start, h_end = layout.header
+    header = text[h_start:h_end]
+    section = section_cap(settings.chunk_tokens, doc.title, path, budget)
+    cap = max(1, section - index.count(h_start, h_end) - 1)
+    spans: list[_Span] = []
+    group: list[tuple[int, int, int]] = []
+    tokens = 0
+
+    def flush() -> None:
+        if not group:
+            return
+        first_chunk = not spans
+        start = h_start if first_chunk else group[0][0]
+        end = group[-1][1]
+        meta = {Meta.ROW_START: group[0][2], Meta.ROW_END: group[-1][2]}
+        embed = None if first_chunk else f"{header}\n{text[start:end]}"
+        spans.append(_Span(start, end, path, meta, embed))
+
+    for row in layout.rows:
+        n = index.count(row[0], row[1])
+        if group and tokens + n > cap:
+            flush()
+            group, tokens = [], 0
+        group.append(row)
+        tokens += n
+    flush()
+    if not spans and header.strip():  # a header without rows is still a document
+        spans.append(_Span(h_start, h_end, path))
+    return spans
 
 
 # -- small parsing helpers shared by connectors --

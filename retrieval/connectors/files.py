@@ -1,8 +1,14 @@
-"""Files connector: a folder (recursive) or a single .md / .markdown / .txt / .html / .htm.
+"""Files connector: a folder (recursive), a single file, or a ``.zip`` of them.
+
+Formats: Markdown (``.md .markdown``), text (``.txt``), HTML (``.html .htm``, main
+content only: :mod:`.html`), PDF, DOCX, PPTX, XLSX/XLSM, CSV/TSV (:mod:`.documents`).
+A ``.zip`` (:mod:`.archives`) is read like the folder it holds: ids from the inner paths
+(``<source>:<inner path>`` when the zip itself is loaded, ``<source>:<zip path>/<inner
+path>`` when it sits in a loaded folder).
 
 Parent text (what chunk offsets index): for Markdown and text, the decoded file content
-itself (front matter included but never chunked); for HTML, the text extracted by the
-stdlib parser with h1-h6 kept as headings.
+itself (front matter included but never chunked); for HTML, the text of the main content;
+for the other formats, the text their converter extracts.
 """
 
 from __future__ import annotations
@@ -10,12 +16,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
-from html.parser import HTMLParser
-from pathlib import Path
+from datetime import datetime, timedelta
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from retrieval.chunking import Heading, markdown_headings
+import yaml
+
+from retrieval.chunking import markdown_headings
+from retrieval.connectors import documents as converters
+from retrieval.connectors.archives import ARCHIVE_SUFFIXES, archive_members
 from retrieval.connectors.base import (
     BaseConnector,
     LoadContext,
@@ -26,28 +35,75 @@ from retrieval.connectors.base import (
     mtime_of,
     parse_time,
 )
+from retrieval.connectors.documents import (
+    CSV_SUFFIXES,
+    DOCUMENT_SUFFIXES,
+    DOCX_SUFFIXES,
+    PDF_SUFFIXES,
+    PPTX_SUFFIXES,
+    XLSX_SUFFIXES,
+    Converted,
+)
+from retrieval.connectors.html import html_page, html_to_text, resolve_link
 from retrieval.records import Record
+
+__all__ = [
+    "SUFFIXES",
+    "FileItem",
+    "FilesConnector",
+    "FrontMatter",
+    "html_to_text",
+    "parse_front_matter",
+    "read_text",
+]
 
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 TEXT_SUFFIXES = {".txt"}
 HTML_SUFFIXES = {".html", ".htm"}
-SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES
+PAGE_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES
+SUFFIXES = PAGE_SUFFIXES | DOCUMENT_SUFFIXES  # documents (an archive is a folder of them)
 
 # Front matter keys that become list values / are consumed by the connector itself.
 _LIST_KEYS = {"acl", "entities", "tags", "aliases"}
 _CONSUMED_KEYS = {"title", "acl", "author", "updated", "date", "entities", "project", "url"}
+# Inline Markdown links and images: [text](target "title").
+_MD_LINK_RE = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)")
 
 
-def is_export_file(path: Path) -> bool:
+def is_export_file(path: Path | str) -> bool:
     """A .jsonl / .jsonl.gz / .json file: a collection for another connector, not a page."""
-    name = path.name.lower()
+    name = str(path).lower()
     return name.endswith((".jsonl", ".jsonl.gz", ".json"))
+
+
+def _suffix(name: str) -> str:
+    return PurePosixPath(name).suffix.lower()
 
 
 @dataclass(frozen=True)
 class FileItem:
-    path: Path
-    root: Path  # ids are relative to it
+    path: Path  # the file; for an archive member, the archive
+    root: Path  # ids are relative to it (the archive itself when it was the loaded path)
+    member: str | None = None  # the inner path of an archive member
+    data: bytes | None = field(default=None, repr=False, compare=False)  # member bytes
+    mtime: datetime | None = None  # member time (files: read from disk)
+
+    @property
+    def rel(self) -> str:
+        """The id path: relative to the loaded folder, forward slashes."""
+        if self.member is None:
+            return self.path.relative_to(self.root).as_posix()
+        if self.path == self.root:
+            return self.member
+        return f"{self.path.relative_to(self.root).as_posix()}/{self.member}"
+
+    @property
+    def name(self) -> str:
+        return PurePosixPath(self.member).name if self.member else self.path.name
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}/{self.member}" if self.member else str(self.path)
 
 
 @dataclass
@@ -67,7 +123,10 @@ class FilesConnector(BaseConnector[FileItem]):
 
     def fetch(self, path: Path) -> Iterator[FileItem]:
         if path.is_file():
-            yield from self._check(FileItem(path, path.parent))
+            if path.suffix.lower() in ARCHIVE_SUFFIXES:
+                yield from self._archive(path, path)
+            else:
+                yield from self._check(FileItem(path, path.parent))
             return
         for child in sorted(path.rglob("*")):
             rel = child.relative_to(path)
@@ -78,10 +137,30 @@ class FilesConnector(BaseConnector[FileItem]):
             if is_export_file(child):
                 self.exports.append(child)  # loaded by its own connector (load_path)
                 continue
-            if child.suffix.lower() not in SUFFIXES:
+            suffix = child.suffix.lower()
+            if suffix in ARCHIVE_SUFFIXES:
+                yield from self._archive(child, path)
+                continue
+            if suffix not in SUFFIXES:
                 self.ctx.skip(child, f"unsupported file type {child.suffix or '(none)'}")
                 continue
             yield from self._check(FileItem(child, path))
+
+    def _archive(self, archive: Path, root: Path) -> Iterator[FileItem]:
+        for name, data, mtime in archive_members(archive, self.ctx, self._accept_member):
+            yield FileItem(archive, root, name, data, mtime)
+
+    def _accept_member(self, name: str, where: str) -> bool:
+        suffix = _suffix(name)
+        if suffix in ARCHIVE_SUFFIXES:
+            self.ctx.skip(where, "nested archive: not read")
+        elif is_export_file(name):
+            self.ctx.skip(where, "JSON export inside an archive: not read (unzip it)")
+        elif suffix not in SUFFIXES:
+            self.ctx.skip(where, f"unsupported file type {suffix or '(none)'}")
+        else:
+            return True
+        return False
 
     def _check(self, item: FileItem) -> Iterator[FileItem]:
         try:
@@ -91,38 +170,90 @@ class FilesConnector(BaseConnector[FileItem]):
             return
         limit = self.ctx.settings.max_file_bytes
         if size > limit:
-            self.ctx.fail(item.path, f"too large: {size} bytes > max_file_bytes {limit}")
+            self.ctx.skip(item.path, f"too large: {size} bytes > max_file_bytes {limit}")
             return
         yield item
 
     def transform(self, raw: FileItem) -> list[Record]:
-        doc = self.document(raw)
-        return document_records(doc, self.ctx.settings) if doc else []
+        return [
+            record
+            for doc in self.documents(raw)
+            for record in document_records(doc, self.ctx.settings)
+        ]
 
     def document(self, raw: FileItem) -> SourceDocument | None:
-        """Parse one file; a bad file is reported in the context and gives ``None``."""
-        text = read_text(raw.path, self.ctx)
-        if text is None:
+        """The (first) document of one file; a bad file is reported and gives ``None``."""
+        docs = self.documents(raw)
+        return docs[0] if docs else None
+
+    def documents(self, raw: FileItem) -> list[SourceDocument]:
+        """Parse one file (a workbook gives one document per sheet); a bad file is
+        reported in the context and gives none."""
+        suffix = _suffix(raw.name)
+        data = self._read(raw)
+        if data is None:
+            return []
+        if suffix in PAGE_SUFFIXES or suffix in CSV_SUFFIXES:
+            text = decode_text(data, raw.where, self.ctx)
+            if text is None:
+                return []
+            if suffix in PAGE_SUFFIXES:
+                doc = self._page(raw, text, suffix)
+                return [doc] if doc else []
+            return self._converted(
+                raw,
+                lambda: converters.convert_csv(
+                    text, suffix == ".tsv", self.ctx.connector_settings.table_max_rows
+                ),
+                text,
+            )
+        if suffix in PDF_SUFFIXES:
+            return self._converted(raw, lambda: converters.convert_pdf(data))
+        if suffix in DOCX_SUFFIXES:
+            return self._converted(raw, lambda: converters.convert_docx(data))
+        if suffix in PPTX_SUFFIXES:
+            return self._converted(raw, lambda: converters.convert_pptx(data))
+        if suffix in XLSX_SUFFIXES:
+            max_rows = self.ctx.connector_settings.table_max_rows
+            return self._converted(raw, lambda: converters.convert_xlsx(data, max_rows))
+        self.ctx.skip(raw.where, f"unsupported file type {suffix or '(none)'}")
+        return []
+
+    def _read(self, raw: FileItem) -> bytes | None:
+        if raw.data is not None:
+            return raw.data
+        try:
+            return raw.path.read_bytes()
+        except OSError as exc:
+            self.ctx.fail(raw.where, f"unreadable: {exc.strerror or exc}")
             return None
-        suffix = raw.path.suffix.lower()
+
+    def _mtime(self, raw: FileItem) -> datetime:
+        return raw.mtime or mtime_of(raw.path)
+
+    def _page(self, raw: FileItem, text: str, suffix: str) -> SourceDocument | None:
         front = parse_front_matter(text) if suffix not in HTML_SUFFIXES else FrontMatter()
         meta = front.fields
+        rel = raw.rel
         html_title = None
+        links: list[tuple[int, str]] = []
         if suffix in HTML_SUFFIXES:
-            parent, headings, html_title = html_to_text(text)
+            page = html_page(text, rel)
+            parent, headings, html_title, links = page.text, page.headings, page.title, page.links
             body_start = 0
         else:
             parent, body_start = text, front.end
             headings = markdown_headings(text) if suffix in MARKDOWN_SUFFIXES else []
             headings = [h for h in headings if h.start >= body_start]
+            if suffix in MARKDOWN_SUFFIXES:
+                links = markdown_links(text, rel, body_start)
         if not parent[body_start:].strip():
-            self.ctx.skip(raw.path, "empty document")
+            self.ctx.skip(raw.where, "empty document")
             return None
         first_h1 = next((h.title for h in headings if h.level == 1 and h.title), None)
-        title = str(meta.get("title") or first_h1 or html_title or raw.path.stem)
-        rel = raw.path.relative_to(raw.root).as_posix()
+        title = str(meta.get("title") or first_h1 or html_title or PurePosixPath(raw.name).stem)
         updated = parse_time(meta.get("updated")) or parse_time(meta.get("date"))
-        mtime = mtime_of(raw.path)
+        mtime = self._mtime(raw)
         extra = {k: v for k, v in meta.items() if k not in _CONSUMED_KEYS}
         extra["path"] = rel
         return SourceDocument(
@@ -142,181 +273,130 @@ class FilesConnector(BaseConnector[FileItem]):
             project=str(meta.get("project") or self.ctx.project or "") or None,
             extra=extra,
             hash_basis=text,
+            links=links,
         )
+
+    def _converted(
+        self, raw: FileItem, convert: Any, source_text: str | None = None
+    ) -> list[SourceDocument]:
+        """Documents from a converter; its failure fails this file alone."""
+        try:
+            parts: list[Converted] = convert()
+        except Exception as exc:  # noqa: BLE001 - a converter bug or a corrupt file
+            self.ctx.fail(raw.where, f"could not convert: {type(exc).__name__}: {exc}")
+            return []
+        rel = raw.rel
+        mtime = self._mtime(raw)
+        stem = PurePosixPath(raw.name).stem
+        docs: list[SourceDocument] = []
+        for part in parts:
+            for where, reason in part.skipped:
+                self.ctx.skip(f"{raw.where} {where}".rstrip(), reason)
+            if not part.text.strip():
+                self.ctx.skip(raw.where, "no extractable text")
+                continue
+            native = rel if part.part is None else f"{rel}/{part.part.replace('#', '%23')}"
+            extra = dict(part.extra)
+            extra["path"] = rel
+            # The hash covers what the file yields: the extracted text (plus the part).
+            basis = source_text if source_text is not None else part.text
+            docs.append(
+                SourceDocument(
+                    doc_id=f"{self.ctx.source}:{native}",
+                    source=self.ctx.source,
+                    text=part.text,
+                    title=part.title or stem,
+                    kind=part.kind,
+                    timestamp=part.updated or mtime,
+                    source_version=mtime.isoformat(),
+                    acl=list(self.ctx.acl),
+                    headings=part.headings,
+                    author=part.author,
+                    project=self.ctx.project,
+                    extra=extra,
+                    hash_basis=basis + (f"\n\x00part={part.part}" if part.part else ""),
+                    regions=part.regions,
+                    table=part.table,
+                )
+            )
+        if not parts:
+            self.ctx.skip(raw.where, "no extractable text")
+        return docs
+
+
+def markdown_links(text: str, doc_path: str, start: int = 0) -> list[tuple[int, str]]:
+    """(offset, resolved target) of the inline links of a Markdown text (first of each)."""
+    seen: set[str] = set()
+    links: list[tuple[int, str]] = []
+    for match in _MD_LINK_RE.finditer(text, start):
+        target = resolve_link(match.group(1), doc_path)
+        if target is not None and target not in seen:
+            seen.add(target)
+            links.append((match.start(), target))
+    return links
+
+
+def decode_text(data: bytes, where: str, ctx: LoadContext) -> str | None:
+    """Decoded text, or ``None`` with the reason recorded (binary content in what should
+    be a text file, or not UTF-8: a failure)."""
+    if b"\x00" in data:
+        ctx.fail(where, "binary content (NUL bytes)")
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        ctx.fail(where, f"undecodable: not UTF-8 ({exc.reason} at byte {exc.start})")
+        return None
 
 
 def read_text(path: Path, ctx: LoadContext) -> str | None:
-    """Decoded text, or ``None`` with the reason recorded (unreadable / binary / undecodable)."""
+    """Decoded text of a file, or ``None`` with the reason recorded (unreadable /
+    binary / undecodable)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         ctx.fail(path, f"unreadable: {exc.strerror or exc}")
         return None
-    if b"\x00" in data:
-        ctx.fail(path, "binary content (NUL bytes)")
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        ctx.fail(path, f"undecodable: not UTF-8 ({exc.reason} at byte {exc.start})")
-        return None
+    return decode_text(data, str(path), ctx)
 
 
-_FM_LINE_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*$")
-_FM_ITEM_RE = re.compile(r"^\s+-\s+(.*?)\s*$|^-\s+(.*?)\s*$")
+_FM_CLOSE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
+# Every scalar as the string it is written as (``version: 1.10`` stays "1.10", ``no``
+# stays "no", a date stays "2024-03-04"); lists and mappings as YAML reads them.
+_FM_LOADER: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
 
 def parse_front_matter(text: str) -> FrontMatter:
-    """A leading ``---`` block of ``key: value`` lines (lists as ``[a, b]``, ``a, b`` or
-    ``- item`` lines). Anything else is not front matter and is left in the body."""
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip("\r\n").strip() != "---":
+    """A leading ``---`` ... ``---`` (or ``...``) YAML mapping, read by PyYAML with every
+    scalar kept as its string. Anything else (no closing line, not YAML, not a mapping)
+    is not front matter and is left in the body."""
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if first.strip() != "---" or "\n" not in text:
         return FrontMatter()
-    fields: dict[str, Any] = {}
-    pos = len(lines[0])
-    last_key: str | None = None
-    for line in lines[1:]:
-        pos += len(line)
-        body = line.rstrip("\r\n")
-        if body.strip() in {"---", "..."}:
-            return FrontMatter({k: _fm_value(k, v) for k, v in fields.items()}, pos)
-        item = _FM_ITEM_RE.match(body)
-        if item and last_key is not None:
-            previous = fields[last_key]
-            values = previous if isinstance(previous, list) else as_list(previous)
-            values.append((item.group(1) or item.group(2) or "").strip("'\""))
-            fields[last_key] = values
-            continue
-        match = _FM_LINE_RE.match(body)
-        if match:
-            last_key = match.group(1).lower()
-            fields[last_key] = match.group(2)
-        elif body.strip() and not body.lstrip().startswith("#"):
-            return FrontMatter()  # not a key/value block: treat the file as plain body
-    return FrontMatter()  # never closed
+    body_at = text.index("\n") + 1
+    close = _FM_CLOSE_RE.search(text, body_at)
+    if close is None:
+        return FrontMatter()
+    try:
+        data = yaml.load(text[body_at : close.start()], Loader=_FM_LOADER)  # noqa: S506
+    except yaml.YAMLError:
+        return FrontMatter()
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return FrontMatter()
+    end = close.end()
+    if end < len(text) and text[end] == "\n":
+        end += 1
+    fields = {str(k).lower(): _fm_value(str(k).lower(), v) for k, v in data.items()}
+    return FrontMatter(fields, end)
 
 
 def _fm_value(key: str, value: Any) -> Any:
     if isinstance(value, list):
-        return value
-    if key in _LIST_KEYS:
+        return [v for v in value if v is not None and v != ""]
+    if value is None:
+        return ""
+    if key in _LIST_KEYS and isinstance(value, str):
         return as_list(value)
-    text = str(value)
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if text.startswith("[") and text.endswith("]"):
-        return as_list(text)
-    return text
-
-
-_BLOCK_TAGS = {
-    "address", "article", "aside", "blockquote", "dd", "div", "dl", "dt", "fieldset",
-    "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol",
-    "p", "pre", "section", "table", "tbody", "thead", "tfoot", "tr", "ul",
-}  # fmt: skip
-_SKIP_TAGS = {"script", "style", "noscript", "template", "head", "svg"}
-_HEADING_TAGS = {f"h{i}": i for i in range(1, 7)}
-_SPACE_RE = re.compile(r"\s+")
-
-
-class _HtmlText(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.length = 0
-        self.headings: list[Heading] = []
-        self.title: str | None = None
-        self._skip_depth = 0
-        self._in_title = False
-        self._title_parts: list[str] = []
-        self._pre_depth = 0
-        self._open_heading: tuple[int, int] | None = None  # (level, start)
-
-    # -- output helpers --
-    def _tail(self, n: int) -> str:
-        return "".join(self.parts[-4:])[-n:]
-
-    def _emit(self, text: str) -> None:
-        if text:
-            self.parts.append(text)
-            self.length += len(text)
-
-    def _trim_trailing_spaces(self) -> None:
-        while self.parts and self.parts[-1].endswith(" "):
-            last = self.parts.pop()
-            self.length -= len(last)
-            kept = last.rstrip(" ")
-            self._emit(kept)
-            if kept:
-                break
-
-    def _break(self, newlines: int = 2) -> None:
-        self._trim_trailing_spaces()
-        if not self.parts:
-            return
-        have = len(self._tail(newlines)) - len(self._tail(newlines).rstrip("\n"))
-        self._emit("\n" * max(0, newlines - have))
-
-    # -- parser callbacks --
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
-        if tag in _SKIP_TAGS:
-            self._skip_depth += 1
-            return
-        if self._skip_depth:
-            return
-        if tag in _HEADING_TAGS:
-            self._break()
-            self._open_heading = (_HEADING_TAGS[tag], self.length)
-        elif tag in _BLOCK_TAGS:
-            self._break()
-            if tag == "pre":
-                self._pre_depth += 1
-        elif tag == "br":
-            self._break(1)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-            self.title = " ".join("".join(self._title_parts).split()) or None
-        if tag in _SKIP_TAGS:
-            self._skip_depth = max(0, self._skip_depth - 1)
-            return
-        if self._skip_depth:
-            return
-        if tag in _HEADING_TAGS and self._open_heading:
-            self._trim_trailing_spaces()
-            level, start = self._open_heading
-            title = "".join(self.parts)[start:].strip()
-            if title:
-                self.headings.append(Heading(level, title, start, self.length))
-            self._open_heading = None
-            self._break()
-        elif tag in _BLOCK_TAGS:
-            if tag == "pre":
-                self._pre_depth = max(0, self._pre_depth - 1)
-            self._break()
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self._title_parts.append(data)
-        if self._skip_depth:
-            return
-        if self._pre_depth:
-            self._emit(data)
-            return
-        text = _SPACE_RE.sub(" ", data)
-        if not self.parts or self._tail(1) in {"\n", " "}:
-            text = text.lstrip(" ")
-        self._emit(text)
-
-
-def html_to_text(html: str) -> tuple[str, list[Heading], str | None]:
-    """(text, headings with offsets into that text, <title>) from an HTML document."""
-    parser = _HtmlText()
-    parser.feed(html)
-    parser.close()
-    parser._trim_trailing_spaces()
-    text = "".join(parser.parts)
-    return text, parser.headings, parser.title
+    return value
