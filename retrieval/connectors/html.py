@@ -35,6 +35,7 @@ _BLOCK_TAGS = {
     "summary", "caption",
 }  # fmt: skip
 _CELL_TAGS = {"td", "th"}
+_ROW_TAGS = {"tr", "thead", "tbody", "tfoot"}  # a table row is one line
 _SKIP_TAGS = {
     "script", "style", "noscript", "template", "head", "svg", "title", "button", "select",
     "option", "iframe", "object", "canvas", "dialog", "input", "textarea", "math",
@@ -102,8 +103,7 @@ class _Builder:
         self.emit(data)
 
     def value(self) -> str:
-        self.trim_trailing_spaces()
-        return "".join(self.parts)
+        return "".join(self.parts).rstrip()
 
 
 def _is_boilerplate(node: LexborNode) -> bool:
@@ -186,7 +186,7 @@ def html_page(html: str, doc_path: str = "") -> HtmlPage:
             elif tag in _BLOCK_TAGS:
                 if tag == "pre":
                     pre_depth -= 1
-                out.brk()
+                out.brk(1 if tag in _ROW_TAGS else 2)
             elif tag in _CELL_TAGS:
                 out.trim_trailing_spaces()
             continue
@@ -204,7 +204,7 @@ def html_page(html: str, doc_path: str = "") -> HtmlPage:
             out.brk()
             open_headings.append((_HEADING_TAGS[tag], out.length, len(out.parts)))
         elif tag in _BLOCK_TAGS:
-            out.brk()
+            out.brk(1 if tag in _ROW_TAGS else 2)
             if tag == "pre":
                 pre_depth += 1
         elif tag in _CELL_TAGS:
