@@ -37,6 +37,9 @@ XLSX_SUFFIXES = {".xlsx", ".xlsm"}
 CSV_SUFFIXES = {".csv", ".tsv"}
 DOCUMENT_SUFFIXES = PDF_SUFFIXES | DOCX_SUFFIXES | PPTX_SUFFIXES | XLSX_SUFFIXES | CSV_SUFFIXES
 
+# Authors written by the libraries that made a file, not by a person.
+_TOOL_AUTHORS = {"python-docx", "python-pptx", "openpyxl"}
+_PDF_TITLE_PREFIX_RE = re.compile(r"^Microsoft (?:Word|PowerPoint|Excel) - ", re.IGNORECASE)
 _HEADING_STYLE_RE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _CELL_SPACE_RE = re.compile(r"\s+")
 
@@ -87,6 +90,11 @@ def _aware(value: Any) -> datetime | None:
     if not isinstance(value, datetime):
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _author(value: Any) -> str | None:
+    text = str(value or "").strip()
+    return text if text and text.lower() not in _TOOL_AUTHORS else None
 
 
 def _clean(text: str) -> str:
@@ -151,7 +159,8 @@ def _pdf_metadata(reader: Any) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     title = (info.title or "").strip() if isinstance(info.title, str) else ""
-    if title:
+    title = _PDF_TITLE_PREFIX_RE.sub("", title).strip()
+    if title and title.lower() not in {"untitled", "title"}:
         out["title"] = title
     author = (info.author or "").strip() if isinstance(info.author, str) else ""
     if author:
@@ -252,7 +261,7 @@ def convert_docx(data: bytes) -> list[Converted]:
             text=out.value(),
             title=(props.title or "").strip() or title,
             headings=headings,
-            author=(props.author or "").strip() or None,
+            author=_author(props.author),
             updated=_aware(props.modified),
         )
     ]
@@ -339,7 +348,7 @@ def convert_pptx(data: bytes) -> list[Converted]:
             title=(props.title or "").strip() or first_title,
             headings=headings,
             regions=regions,
-            author=(props.author or "").strip() or None,
+            author=_author(props.author),
             updated=_aware(props.modified),
             extra={"slides": len(deck.slides)},
             skipped=skipped,
@@ -419,7 +428,7 @@ def convert_xlsx(data: bytes, max_rows: int) -> list[Converted]:
                     title=(props.title or "").strip() or None,
                     table=layout,
                     kind="table",
-                    author=(props.creator or "").strip() or None,
+                    author=_author(props.creator),
                     updated=_aware(props.modified),
                     part=sheet.title,
                     extra={"sheet": sheet.title, "columns": columns},

@@ -13,6 +13,7 @@ for the other formats, the text their converter extracts.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -205,17 +206,17 @@ class FilesConnector(BaseConnector[FileItem]):
                 lambda: converters.convert_csv(
                     text, suffix == ".tsv", self.ctx.connector_settings.table_max_rows
                 ),
-                text,
+                data,
             )
         if suffix in PDF_SUFFIXES:
-            return self._converted(raw, lambda: converters.convert_pdf(data))
+            return self._converted(raw, lambda: converters.convert_pdf(data), data)
         if suffix in DOCX_SUFFIXES:
-            return self._converted(raw, lambda: converters.convert_docx(data))
+            return self._converted(raw, lambda: converters.convert_docx(data), data)
         if suffix in PPTX_SUFFIXES:
-            return self._converted(raw, lambda: converters.convert_pptx(data))
+            return self._converted(raw, lambda: converters.convert_pptx(data), data)
         if suffix in XLSX_SUFFIXES:
             max_rows = self.ctx.connector_settings.table_max_rows
-            return self._converted(raw, lambda: converters.convert_xlsx(data, max_rows))
+            return self._converted(raw, lambda: converters.convert_xlsx(data, max_rows), data)
         self.ctx.skip(raw.where, f"unsupported file type {suffix or '(none)'}")
         return []
 
@@ -276,9 +277,7 @@ class FilesConnector(BaseConnector[FileItem]):
             links=links,
         )
 
-    def _converted(
-        self, raw: FileItem, convert: Any, source_text: str | None = None
-    ) -> list[SourceDocument]:
+    def _converted(self, raw: FileItem, convert: Any, data: bytes) -> list[SourceDocument]:
         """Documents from a converter; its failure fails this file alone."""
         try:
             parts: list[Converted] = convert()
@@ -288,6 +287,7 @@ class FilesConnector(BaseConnector[FileItem]):
         rel = raw.rel
         mtime = self._mtime(raw)
         stem = PurePosixPath(raw.name).stem
+        digest = hashlib.sha256(data).hexdigest()
         docs: list[SourceDocument] = []
         for part in parts:
             for where, reason in part.skipped:
@@ -298,8 +298,9 @@ class FilesConnector(BaseConnector[FileItem]):
             native = rel if part.part is None else f"{rel}/{part.part.replace('#', '%23')}"
             extra = dict(part.extra)
             extra["path"] = rel
-            # The hash covers what the file yields: the extracted text (plus the part).
-            basis = source_text if source_text is not None else part.text
+            # The hash covers the file's bytes (a metadata-only edit is an update too) and
+            # what was extracted from them (a better converter re-indexes), per part.
+            basis = f"sha256:{digest}\n{part.part or ''}\n{part.text}"
             docs.append(
                 SourceDocument(
                     doc_id=f"{self.ctx.source}:{native}",
@@ -314,7 +315,7 @@ class FilesConnector(BaseConnector[FileItem]):
                     author=part.author,
                     project=self.ctx.project,
                     extra=extra,
-                    hash_basis=basis + (f"\n\x00part={part.part}" if part.part else ""),
+                    hash_basis=basis,
                     regions=part.regions,
                     table=part.table,
                 )

@@ -49,6 +49,7 @@ _BOILERPLATE_NAME_RE = re.compile(
 )
 _MAIN_SELECTORS = ("[role=main]", "main", "#main-content")
 _HEADING_TAGS = {f"h{i}": i for i in range(1, 7)}
+_CONTAINER_TAGS = _BLOCK_TAGS | _BOILERPLATE_TAGS | {"header"}
 _SPACE_RE = re.compile(r"\s+")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
@@ -195,8 +196,8 @@ def html_page(html: str, doc_path: str = "") -> HtmlPage:
             continue
         if tag is None or tag.startswith(("-", "#", "!")) or tag in _SKIP_TAGS:
             continue  # comments, doctype, scripts...
-        if node is not root and _is_boilerplate(node):
-            continue
+        if tag in _CONTAINER_TAGS and node is not root and _is_boilerplate(node):
+            continue  # (inline elements are never page furniture on their own)
         if tag == "br":
             out.brk(1)
             continue
