@@ -369,8 +369,9 @@ _FM_LOADER: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
 def parse_front_matter(text: str) -> FrontMatter:
     """A leading ``---`` ... ``---`` (or ``...``) YAML mapping, read by PyYAML with every
-    scalar kept as its string. Anything else (no closing line, not YAML, not a mapping)
-    is not front matter and is left in the body."""
+    scalar kept as its string; a block PyYAML rejects is read as plain ``key: value``
+    lines. Anything else (no closing line, not a mapping) is not front matter and is
+    left in the body."""
     first = text.split("\n", 1)[0].rstrip("\r")
     if first.strip() != "---" or "\n" not in text:
         return FrontMatter()
@@ -381,7 +382,9 @@ def parse_front_matter(text: str) -> FrontMatter:
     try:
         data = yaml.load(text[body_at : close.start()], Loader=_FM_LOADER)  # noqa: S506
     except yaml.YAMLError:
-        return FrontMatter()
+        # Not valid YAML (``title: Deploy: EU``): read it as the plain ``key: value`` lines
+        # it most likely is, as before PyYAML, so an ``acl:`` line is never lost.
+        return _lenient_front_matter(text)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -401,3 +404,48 @@ def _fm_value(key: str, value: Any) -> Any:
     if key in _LIST_KEYS and isinstance(value, str):
         return as_list(value)
     return value
+
+
+_FM_LINE_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*$")
+_FM_ITEM_RE = re.compile(r"^\s+-\s+(.*?)\s*$|^-\s+(.*?)\s*$")
+
+
+def _lenient_front_matter(text: str) -> FrontMatter:
+    """``key: value`` lines (lists as ``[a, b]``, ``a, b`` or ``- item`` lines), for a
+    block that is not valid YAML."""
+    lines = text.splitlines(keepends=True)
+    fields: dict[str, Any] = {}
+    pos = len(lines[0])
+    last_key: str | None = None
+    for line in lines[1:]:
+        pos += len(line)
+        body = line.rstrip("\r\n")
+        if body.strip() in {"---", "..."}:
+            return FrontMatter({k: _lenient_value(k, v) for k, v in fields.items()}, pos)
+        item = _FM_ITEM_RE.match(body)
+        if item and last_key is not None:
+            previous = fields[last_key]
+            values = previous if isinstance(previous, list) else as_list(previous)
+            values.append((item.group(1) or item.group(2) or "").strip("'\""))
+            fields[last_key] = values
+            continue
+        match = _FM_LINE_RE.match(body)
+        if match:
+            last_key = match.group(1).lower()
+            fields[last_key] = match.group(2)
+        elif body.strip() and not body.lstrip().startswith("#"):
+            return FrontMatter()  # not a key/value block: treat the file as plain body
+    return FrontMatter()  # never closed
+
+
+def _lenient_value(key: str, value: Any) -> Any:
+    if isinstance(value, list):
+        return value
+    if key in _LIST_KEYS:
+        return as_list(value)
+    text = str(value)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if text.startswith("[") and text.endswith("]"):
+        return as_list(text)
+    return text

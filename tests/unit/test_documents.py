@@ -305,9 +305,13 @@ def test_front_matter_is_yaml_with_scalars_kept_as_written() -> None:
     assert front.fields["acl"] == ["eng", "sre"] and front.fields["entities"] == ["a", "b"]
     assert front.fields["owner"] == {"team": "payments", "lead": "Dana"}
     assert text[front.end :] == "Body.\n"
-    # Not YAML, not a mapping, or never closed: no front matter, the text is all body.
-    for body in ("---\n: : [\n---\nx\n", "---\n- a\n- b\n---\nx\n", "---\ntitle: x\n"):
+    # Not a mapping, or never closed: no front matter, the text is all body.
+    for body in ("---\n- a\n- b\n---\nx\n", "---\ntitle: x\n", "---\nJust prose.\n---\nx\n"):
         assert parse_front_matter(body).fields == {} and parse_front_matter(body).end == 0
+    # Not valid YAML: read as the plain key: value lines it is, its ACL kept.
+    lenient = parse_front_matter("---\ntitle: Deploy: EU\nacl: [hr]\n---\nBody.\n")
+    assert lenient.fields == {"title": "Deploy: EU", "acl": ["hr"]}
+    assert lenient.end == len("---\ntitle: Deploy: EU\nacl: [hr]\n---\n")
 
 
 # -- archives --
