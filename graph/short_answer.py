@@ -531,6 +531,49 @@ def _typed_after(kind: str, toks: list[str], start: int, own: set[str]) -> list[
     return out
 
 
+# A value written as code or an identifier: `telematics.pings.v2`, lake-readers, 5432.
+_CODE_LIKE = re.compile(r"^`[^`]+`$|^[\w]+(?:[-_.:/][\w]+)+$|^\d+(?:\.\d+)+$|^\d+$")
+
+
+def _named_value(
+    shape: QuestionShape, question: str, evidence: list[Evidence], supports: list[Support]
+) -> Found | None:
+    """ "Which Kafka topic ...?", "what port ...?": in technical text the kind's value is
+    written as code or an identifier right beside the kind's noun ("Kafka topic
+    `telematics.pings.v2`", "PagerDuty schedule: `platform-primary`", "the lake-readers
+    group"). One such value in the supporting sentences is the answer; two are not."""
+    head = shape.kind[-1]
+    found: dict[str, tuple[int, int, str]] = {}
+    q_low = question.casefold()
+    ranked = sorted(supports, key=lambda s: (-(s.direct + s.coverage), s.index))
+    for sup in ranked[:_MAX_SUPPORTS]:
+        toks = sup.sentence.split()
+        for i, t in enumerate(toks):
+            if stem(t.strip(",.;:()*").casefold()) != head:
+                continue
+            for j in range(max(0, i - 2), min(len(toks), i + 3)):
+                raw = toks[j].strip(",.;()*|")
+                v = raw.rstrip(":")
+                if j == i or not _CODE_LIKE.match(v) or v.strip("`").casefold() in q_low:
+                    continue
+                value = v.strip("`")
+                dist = abs(j - i)
+                if dist > 1 and not re.search(r"`|[_./:]", v):
+                    continue  # a plain word or number counts only right beside the kind
+                if value not in found or dist < found[value][0]:
+                    found[value] = (dist, sup.index, sup.sentence)
+    if not found:
+        return None
+    best = sorted(found.items(), key=lambda kv: kv[1][0])
+    if len(best) > 1 and best[1][1][0] == best[0][1][0]:
+        return None
+    value, (_, n, sent) = best[0]
+    return Found(value, [(n, sent)])
+
+
+_MAX_SUPPORTS = 6
+
+
 def _hop_pages(question: str, evidence: list[Evidence], supports: list[Support]) -> list[int]:
     """Where a chain closes: pages reached by following a mention, best ranked first, then
     the pages holding the supporting sentences."""
@@ -544,6 +587,9 @@ def wh_answer(
     shape: QuestionShape, question: str, evidence: list[Evidence], supports: list[Support]
 ) -> Found | None:
     kind = shape.answer_type
+    if kind == "entity" and shape.kind and _IDENTIFIER.search(question):
+        # Technical questions (they name a setting, symbol or ticket) get technical values.
+        return _named_value(shape, question, evidence, supports)
     # A person's name next to a relation word is too often another person of the same
     # passage (a co-star, a predecessor): names are not read off without a reader model.
     if kind not in {"date", "number", "duration", "place", "value"}:

@@ -297,3 +297,32 @@ def test_a_hop_is_cited_with_the_passage_that_named_it() -> None:
     lines = answer.text.splitlines()
     assert lines[0].endswith("[1]") and "Ledger runbook" in lines[0]  # the parent first
     assert any("Payments Platform" in x and x.endswith("[2]") for x in lines)
+
+
+def test_technical_values_are_read_beside_the_kind_noun() -> None:
+    evidence = [
+        ev(
+            "c:t", "TRK-311", "TRK-311: the service consumes the Kafka topic `telematics.pings.v2`."
+        ),
+    ]
+    q = "Which Kafka topic does the service named in TRK-311 consume?"
+    supports = assess_support(q, evidence).supports
+    got = find_short_answer(q, evidence, supports)
+    assert got is not None and got.value == "telematics.pings.v2"
+    # two values equally close to the kind: not determined
+    evidence[0] = ev("c:t", "TRK-311", "TRK-311: the service consumes topic `a.b` and topic `c.d`.")
+    supports = assess_support(q, evidence).supports
+    assert find_short_answer(q, evidence, supports) is None
+
+
+def test_how_many_reads_the_number_before_the_counted_noun() -> None:
+    evidence = [
+        ev(
+            "w:l",
+            "ledger-service",
+            "The ledger-service PostgreSQL cluster: one primary, two replicas.",
+        )
+    ]
+    q = "How many replicas does the ledger-service PostgreSQL cluster have?"
+    got = find_short_answer(q, evidence, assess_support(q, evidence).supports)
+    assert got is not None and got.value == "two"
