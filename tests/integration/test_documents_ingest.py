@@ -61,9 +61,12 @@ def ingested(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, dict[
         assert result.exit_code == 0, result.output
         return result
 
-    summary = json.loads(
-        run("ingest", str(root), "--index", str(index), "--json").stdout.strip().splitlines()[-1]
-    )
+    def ingest() -> dict[str, Any]:
+        out = run("ingest", str(root), "--index", str(index), "--json").stdout
+        return dict(json.loads(out.strip().splitlines()[-1]))
+
+    summary = ingest()
+    summary["again"] = ingest()
 
     def search(query: str, *extra: str) -> dict[str, Any]:
         out = run("search", query, "--index", str(index), "--json", *extra).stdout
@@ -81,6 +84,10 @@ def test_every_format_is_ingested_and_the_bad_ones_reported(ingested: Any) -> No
     # report, handbook, plan, portal, 2 invoice sheets, 2 zip members (huge.pdf and
     # photo.png are skipped: too large, unsupported type).
     assert summary["added"] == 8
+    # Unchanged files (zip members by their archive times) cost nothing the second time.
+    again = summary["again"]
+    assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, 8)
+    assert again["embeddings"] == 0
 
 
 def test_pdf_hits_carry_their_page_and_heading(ingested: Any) -> None:
