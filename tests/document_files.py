@@ -19,13 +19,14 @@ def _pdf_escape(text: str) -> str:
 
 
 def pdf_bytes(
-    pages: Sequence[Sequence[str]],
+    pages: Sequence[Sequence[str | tuple[str, int]]],
     *,
     title: str | None = None,
     outline: Sequence[tuple[str, int, int]] = (),
 ) -> bytes:
-    """A PDF whose page i shows the lines ``pages[i]`` (an empty list: a page without any
-    text, as a scan is). ``outline``: (title, 0-based page, level 1 or 2) bookmarks."""
+    """A PDF whose page i shows the lines ``pages[i]`` (11 pt, or ``(line, size)``; an
+    empty list: a page without any text, as a scan is). ``outline``: (title, 0-based page,
+    level 1 or 2) bookmarks."""
     objects = [
         "<< /Type /Catalog /Pages 2 0 R >>",
         "<< /Type /Pages /Kids [{}] /Count {} >>".format(
@@ -34,8 +35,12 @@ def pdf_bytes(
         "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
     for i, lines in enumerate(pages):
-        shown = " ".join(f"({_pdf_escape(line)}) Tj T*" for line in lines)
-        content = f"BT /F1 11 Tf 72 740 Td 14 TL {shown} ET" if lines else ""
+        blocks, y = [], 740
+        for line in lines:
+            text, size = (line, 11) if isinstance(line, str) else line
+            blocks.append(f"BT /F1 {size} Tf 72 {y} Td ({_pdf_escape(text)}) Tj ET")
+            y -= size + 6
+        content = "\n".join(blocks)
         objects.append(
             "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
             f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>"

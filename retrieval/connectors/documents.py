@@ -7,7 +7,9 @@ Each converter turns a file's bytes into :class:`Converted` parts; chunk offsets
 * **PDF**: the text of each page (pypdf, plain mode), pages separated by a blank line;
   each page a :class:`~retrieval.connectors.base.Region` with ``{"page": n}`` (1-based);
   headings from the document outline (bookmarks), placed where the title appears on its
-  page (else at the page start). A page without text (a scan) is reported as skipped.
+  page (else at the page start); without an outline, short lines set in a font at least
+  15% larger than the body text (larger size, higher level). A page without text (a
+  scan) is reported as skipped.
 * **DOCX**: paragraphs and tables in body order, blank-line separated; ``Title`` and
   ``Heading 1-9`` styles are headings. Table rows are cells joined by `` | ``.
 * **PPTX**: one region per slide (``{"slide": n}``): the title, then every other text
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
@@ -122,9 +126,11 @@ def convert_pdf(data: bytes) -> list[Converted]:
     regions: list[Region] = []
     skipped: list[tuple[str, str]] = []
     page_spans: dict[int, tuple[int, int]] = {}
+    runs: dict[int, list[tuple[str, float]]] = {}  # page -> (text, font size) in order
     for number, page in enumerate(pages, 1):
+        page_runs: list[tuple[str, float]] = []
         try:
-            text = _clean(page.extract_text() or "")
+            text = _clean(page.extract_text(visitor_text=_run_collector(page_runs)) or "")
         except Exception as exc:  # noqa: BLE001 - one bad page must not sink the file
             skipped.append((f"p. {number}", f"text extraction failed: {exc}"))
             continue
@@ -133,14 +139,16 @@ def convert_pdf(data: bytes) -> list[Converted]:
             continue
         start, end = out.add(text)
         page_spans[number] = (start, end)
+        runs[number] = page_runs
         regions.append(Region(start, end, {"page": number}))
     text = out.value()
     meta = _pdf_metadata(reader)
+    headings = _pdf_headings(reader, text, page_spans) or _font_headings(text, page_spans, runs)
     return [
         Converted(
             text=text,
             title=meta.get("title"),
-            headings=_pdf_headings(reader, text, page_spans),
+            headings=headings,
             regions=regions,
             author=meta.get("author"),
             updated=meta.get("updated"),
@@ -209,6 +217,64 @@ def _pdf_headings(reader: Any, text: str, page_spans: dict[int, tuple[int, int]]
         else:
             headings.append(Heading(level, title, found[0], found[1]))
             cursor[page] = found[1]
+    return headings
+
+
+def _run_collector(runs: list[tuple[str, float]]) -> Any:
+    """A pypdf ``visitor_text`` that records each shown text with its rendered size."""
+
+    def visit(text: str, cm: Any, tm: Any, font: Any, size: Any) -> None:
+        if not text or not text.strip():
+            return
+        try:
+            scale = math.hypot(float(tm[2]), float(tm[3])) * math.hypot(float(cm[2]), float(cm[3]))
+            rendered = abs(float(size)) * (scale or 1.0)
+        except (TypeError, ValueError, IndexError):
+            return
+        if runs and runs[-1][1] == rendered and "\n" not in runs[-1][0]:
+            runs[-1] = (runs[-1][0] + text, rendered)  # one line shown in several pieces
+        else:
+            runs.append((text, rendered))
+
+    return visit
+
+
+def _font_headings(
+    text: str,
+    page_spans: dict[int, tuple[int, int]],
+    runs: dict[int, list[tuple[str, float]]],
+) -> list[Heading]:
+    """Headings of a PDF without an outline: short lines set in a font at least 15% larger
+    than the body's (the size most characters are set in); the largest size is level 1.
+    Each is placed where its text occurs on its page, in page order."""
+    weight: Counter[float] = Counter()
+    for page_runs in runs.values():
+        for run, size in page_runs:
+            weight[round(size, 1)] += len(run.strip())
+    if not weight:
+        return []
+    body = weight.most_common(1)[0][0]
+    candidates: list[tuple[int, str, float]] = []
+    for number, page_runs in runs.items():
+        for run, size in page_runs:
+            if round(size, 1) < body * 1.15:
+                continue
+            for line in run.split("\n"):
+                title = " ".join(line.split())
+                if 2 <= len(title) <= 150 and any(c.isalpha() for c in title):
+                    candidates.append((number, title, round(size, 1)))
+    sizes = sorted({size for _, _, size in candidates}, reverse=True)
+    level_of = {size: min(i + 1, 6) for i, size in enumerate(sizes)}
+    headings: list[Heading] = []
+    cursor: dict[int, int] = {}
+    for number, title, size in candidates:
+        span = page_spans.get(number)
+        if span is None:
+            continue
+        found = _find_loose(text, title, cursor.get(number, span[0]), span[1])
+        if found is not None:
+            headings.append(Heading(level_of[size], title, found[0], found[1]))
+            cursor[number] = found[1]
     return headings
 
 

@@ -306,7 +306,7 @@ class FilesConnector(BaseConnector[FileItem]):
                     doc_id=f"{self.ctx.source}:{native}",
                     source=self.ctx.source,
                     text=part.text,
-                    title=part.title or stem,
+                    title=part.title or _first_h1(part) or stem,
                     kind=part.kind,
                     timestamp=part.updated or mtime,
                     source_version=mtime.isoformat(),
@@ -323,6 +323,13 @@ class FilesConnector(BaseConnector[FileItem]):
         if not parts:
             self.ctx.skip(raw.where, "no extractable text")
         return docs
+
+
+def _first_h1(part: Converted) -> str | None:
+    """The first level-1 heading that is text of the document (not a ``Slide n`` name)."""
+    return next(
+        (h.title for h in part.headings if h.level == 1 and h.title and h.end > h.start), None
+    )
 
 
 def markdown_links(text: str, doc_path: str, start: int = 0) -> list[tuple[int, str]]:

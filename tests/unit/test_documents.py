@@ -102,6 +102,27 @@ def test_pdf_chunks_never_cross_pages(tmp_path: Path) -> None:
     assert records[0].title == "long" and records[0].metadata[Meta.HEADING_PATH] == []
 
 
+def test_pdf_without_outline_takes_headings_from_larger_fonts(tmp_path: Path) -> None:
+    pages: list[list[str | tuple[str, int]]] = [
+        [("Migration guide", 20), "Read this before the ledger cutover.", ("Preparation", 15)],
+        ["Freeze deploys a day before.", ("Cutover", 15), "Switch the EU region first."],
+    ]
+    path = tmp_path / "guide.pdf"
+    path.write_bytes(pdf_bytes(pages))
+    records = load_path(path).records
+    assert_slices(records, parent_texts(path, "guide"))
+    # "Preparation" ends page 1 with no body there: it stays in page 1's last chunk, and
+    # its section goes on over page 2.
+    assert [(r.metadata[Meta.PAGE], r.metadata[Meta.HEADING_PATH]) for r in records] == [
+        (1, ["Migration guide"]),
+        (2, ["Migration guide", "Preparation"]),
+        (2, ["Migration guide", "Cutover"]),
+    ]
+    assert records[0].text.endswith("Preparation")
+    assert records[0].title == "Migration guide"  # the first h1 when the PDF has no title
+    assert records[2].text == "Cutover\nSwitch the EU region first."
+
+
 def test_corrupt_pdf_fails_alone_and_the_rest_is_loaded(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
