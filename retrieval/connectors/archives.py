@@ -3,8 +3,9 @@ of mixed files), read member by member in memory: nothing is extracted to disk.
 
 Refused, each reported and the rest of the archive read:
 
-* zip-slip: a member path that is absolute, has a drive letter or a backslash, or climbs
-  with ``..`` (its id would leave the archive) -> failure;
+* zip-slip: a member path that is absolute, has a drive letter, or climbs with ``..``
+  (its id would leave the archive; ``\\`` separators read as ``/``) -> failure; a
+  second member of the same path -> skipped;
 * a member over ``max_file_bytes`` (declared, or found while reading: only that many
   bytes plus one are ever decompressed) -> skipped;
 * a member of at least 64 KiB whose uncompressed/compressed ratio is over
@@ -32,9 +33,15 @@ _RATIO_MIN_BYTES = 64 * 1024
 _DRIVE_RE = re.compile(r"^[A-Za-z]:")
 
 
+def member_path(name: str) -> str:
+    """A member's path with Windows separators (written by some zip tools) as ``/``."""
+    return name.replace("\\", "/")
+
+
 def unsafe_member(name: str) -> bool:
     """A member path that would leave the archive's folder (zip-slip)."""
-    if not name or name.startswith("/") or "\\" in name or _DRIVE_RE.match(name):
+    name = member_path(name)
+    if not name or name.startswith("/") or _DRIVE_RE.match(name):
         return True
     return any(part == ".." for part in PurePosixPath(name).parts)
 
@@ -75,12 +82,17 @@ def archive_members(
             )
             return
         inflated = 0
+        seen: set[str] = set()
         for info in infos:
-            name = info.filename
+            name = member_path(info.filename)
             where = f"{archive}/{name}"
             if unsafe_member(name):
                 ctx.fail(where, "refused: unsafe member path (absolute or '..', zip-slip)")
                 continue
+            if name in seen:
+                ctx.skip(where, "duplicate member path: the first one was read")
+                continue
+            seen.add(name)
             parts = PurePosixPath(name).parts
             if parts[0] == "__MACOSX" or any(p.startswith(".") for p in parts):
                 continue

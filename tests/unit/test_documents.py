@@ -437,6 +437,20 @@ def test_zip_slip_bombs_and_corrupt_members_fail_alone(tmp_path: Path) -> None:
     assert skipped["bomb.txt"].startswith("too large") and skipped["big.md"].startswith("too large")
 
 
+def test_zip_windows_separators_and_duplicate_members(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("Team\\Home.md", "# Home\n\nfirst\n")
+        zf.writestr("Team/Home.md", "# Home\n\nsecond\n")
+    archive = tmp_path / "win.zip"
+    archive.write_bytes(buffer.getvalue())
+    result = load_path(archive)
+    assert [(r.id, r.text) for r in result.records] == [("win:Team/Home.md#0", "# Home\n\nfirst")]
+    assert result.skipped == [
+        (f"{archive}/Team/Home.md", "duplicate member path: the first one was read")
+    ]
+
+
 def test_zip_limits_refuse_the_whole_archive(tmp_path: Path) -> None:
     archive = tmp_path / "many.zip"
     archive.write_bytes(zip_bytes({f"p{i}.md": b"# P\n\nx\n" for i in range(5)}))
@@ -459,6 +473,7 @@ def test_zip_limits_refuse_the_whole_archive(tmp_path: Path) -> None:
         ("/b.md", True),
         ("C:/b.md", True),
         ("a\\..\\b.md", True),
+        ("a\\b.md", False),
         ("a/..b.md", False),
     ],
 )
