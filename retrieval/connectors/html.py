@@ -69,8 +69,9 @@ class _Builder:
         self.parts: list[str] = []
         self.length = 0
 
-    def tail(self, n: int) -> str:
-        return "".join(self.parts[-4:])[-n:]
+    def last(self) -> str:
+        """The last character emitted ("" before any); parts are never empty."""
+        return self.parts[-1][-1] if self.parts else ""
 
     def emit(self, text: str) -> None:
         if text:
@@ -90,16 +91,25 @@ class _Builder:
         self.trim_trailing_spaces()
         if not self.parts:
             return
-        tail = self.tail(newlines)
-        have = len(tail) - len(tail.rstrip("\n"))
-        self.emit("\n" * max(0, newlines - have))
+        have = 0
+        for part in reversed(self.parts):
+            stripped = part.rstrip("\n")
+            have += len(part) - len(stripped)
+            if stripped or have >= newlines:
+                break
+        if have < newlines:
+            self.emit("\n" * (newlines - have))
 
     def text(self, data: str, pre: bool) -> None:
         if pre:
             self.emit(data)
             return
+        if not data.strip():  # whitespace between tags: at most one space
+            if self.parts and self.parts[-1][-1] not in "\n ":
+                self.emit(" ")
+            return
         data = _SPACE_RE.sub(" ", data)
-        if not self.parts or self.tail(1) in {"\n", " "}:
+        if not self.parts or self.parts[-1][-1] in "\n ":
             data = data.lstrip(" ")
         self.emit(data)
 
@@ -209,7 +219,7 @@ def html_page(html: str, doc_path: str = "") -> HtmlPage:
             if tag == "pre":
                 pre_depth += 1
         elif tag in _CELL_TAGS:
-            tail = out.tail(1)
+            tail = out.last()
             if tail and tail != "\n":
                 out.trim_trailing_spaces()
                 out.emit(" | ")
