@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import math
 import re
 from collections import Counter
@@ -46,6 +47,12 @@ _TOOL_AUTHORS = {"python-docx", "python-pptx", "openpyxl"}
 _PDF_TITLE_PREFIX_RE = re.compile(r"^Microsoft (?:Word|PowerPoint|Excel) - ", re.IGNORECASE)
 _HEADING_STYLE_RE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _CELL_SPACE_RE = re.compile(r"\s+")
+
+
+# pypdf warns about every repaired oddity of a real-world PDF (a wrong xref offset, a
+# duplicate key) on the root logger's stderr; what matters reaches the load's failures.
+if logging.getLogger("pypdf").level == logging.NOTSET:
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
 class ConversionError(ValueError):
