@@ -84,6 +84,12 @@ def test_every_format_is_ingested_and_the_bad_ones_reported(ingested: Any) -> No
     # report, handbook, plan, portal, 2 invoice sheets, 2 zip members (huge.pdf and
     # photo.png are skipped: too large, unsupported type).
     assert summary["added"] == 8
+    # Left out on purpose, each with its reason in the ingest report.
+    skipped = {Path(f["path"]).name: f["reason"] for f in summary["skipped"]}
+    assert skipped["photo.png"] == "unsupported file type .png"
+    assert skipped["huge.pdf"].startswith("too large:")
+    assert skipped["report.pdf p. 2"] == "no text layer (a scanned page?)"
+    assert skipped["invoices.xlsx sheet Empty"] == "empty sheet"
     # Unchanged files (zip members by their archive times) cost nothing the second time.
     again = summary["again"]
     assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, 8)
