@@ -16,8 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from retrieval.records import Meta, Record
+from retrieval.structure import Structure, document_structure
 
 _CONTENT_VERSION = "content_version"
+# The doc_names / doc_links tables' layout and extraction rules: a catalog written under
+# another version (or before they existed) has them rebuilt from its stored chunks.
+_STRUCTURE_VERSION = "structure_version"
+STRUCTURE_VERSION = "1"
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;
@@ -54,6 +59,19 @@ CREATE TABLE IF NOT EXISTS projects (
     PRIMARY KEY (name, source)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_names (
+    doc_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    PRIMARY KEY (doc_id, name, kind)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS doc_names_name ON doc_names(name);
+CREATE TABLE IF NOT EXISTS doc_links (
+    doc_id TEXT NOT NULL,
+    target TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    PRIMARY KEY (doc_id, target, kind)
+) WITHOUT ROWID;
 """
 
 
@@ -89,6 +107,50 @@ class Catalog:
         self._lock = threading.RLock()
         with self._lock:
             self._conn.executescript(_SCHEMA)
+            if self.get_meta(_STRUCTURE_VERSION) != STRUCTURE_VERSION:
+                self._rebuild_structure()
+
+    def _rebuild_structure(self) -> None:
+        """Names and links of every stored document, from its chunks (a catalog from
+        before the tables, or from another extraction version), in one transaction."""
+        with self._lock, self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            if self.get_meta(_STRUCTURE_VERSION) == STRUCTURE_VERSION:
+                return  # another process rebuilt it while this one waited
+            self._conn.execute("DELETE FROM doc_names")
+            self._conn.execute("DELETE FROM doc_links")
+            doc_ids = [r[0] for r in self._conn.execute("SELECT doc_id FROM documents")]
+            for doc_id in doc_ids:
+                rows = self._conn.execute(
+                    "SELECT record FROM chunks WHERE doc_id=? ORDER BY chunk_index", (doc_id,)
+                ).fetchall()
+                records = [Record.model_validate_json(r[0]) for r in rows]
+                self._write_structure(doc_id, document_structure(records))
+            self._set_meta(_STRUCTURE_VERSION, STRUCTURE_VERSION)
+            if doc_ids:
+                self._bump_content_version()
+
+    def _write_structure(self, doc_id: str, structure: Structure) -> None:
+        self._conn.execute("DELETE FROM doc_names WHERE doc_id=?", (doc_id,))
+        self._conn.execute("DELETE FROM doc_links WHERE doc_id=?", (doc_id,))
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO doc_names(doc_id, name, kind) VALUES(?,?,?)",
+            [(doc_id, name, kind) for name, kind in structure.names],
+        )
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO doc_links(doc_id, target, kind) VALUES(?,?,?)",
+            [(doc_id, target, kind) for target, kind in structure.links],
+        )
+
+    def structure(self) -> tuple[list[str], list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+        """Every document id, (doc_id, name, kind) and (doc_id, target, kind), read in one
+        transaction (a consistent snapshot)."""
+        with self._lock, self._conn:
+            self._conn.execute("BEGIN")
+            docs = [r[0] for r in self._conn.execute("SELECT doc_id FROM documents")]
+            names = self._conn.execute("SELECT doc_id, name, kind FROM doc_names").fetchall()
+            links = self._conn.execute("SELECT doc_id, target, kind FROM doc_links").fetchall()
+        return docs, names, links
 
     def close(self) -> None:
         with self._lock:
@@ -212,19 +274,24 @@ class Catalog:
                 now,
             ),
         )
+        self._write_structure(first.doc_id, document_structure(records))
 
     def delete_document(self, doc_id: str) -> None:
         with self._lock, self._conn:
             self._conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
             self._conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+            self._conn.execute("DELETE FROM doc_names WHERE doc_id=?", (doc_id,))
+            self._conn.execute("DELETE FROM doc_links WHERE doc_id=?", (doc_id,))
             self._bump_content_version()
 
     def delete_source(self, source: str) -> None:
         with self._lock, self._conn:
-            self._conn.execute(
-                "DELETE FROM chunks WHERE doc_id IN (SELECT doc_id FROM documents WHERE source=?)",
-                (source,),
-            )
+            for table in ("chunks", "doc_names", "doc_links"):
+                self._conn.execute(
+                    f"DELETE FROM {table} WHERE doc_id IN "
+                    "(SELECT doc_id FROM documents WHERE source=?)",
+                    (source,),
+                )
             self._conn.execute("DELETE FROM documents WHERE source=?", (source,))
             self._conn.execute("DELETE FROM sources WHERE name=?", (source,))
             self._conn.execute("DELETE FROM projects WHERE source=?", (source,))

@@ -28,6 +28,7 @@ from retrieval.embedding import Embedder
 from retrieval.engines.base import DenseEngine, LexicalEngine, SearchFilter
 from retrieval.records import PUBLIC_GROUP, Meta, Record
 from retrieval.settings import RetrievalSettings
+from retrieval.structure import ENTITY, HEADING, IDENT, IDENT_IN, Linked, StructureIndex
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ class IngestReport:
     records_indexed: int = 0
     embeddings: int = 0
     seconds: float = 0.0
+    # Hyperlinks of the ingested documents that reach no document: (doc_id, target).
+    # Reported, never fatal (the target may be ingested later, or be gone).
+    broken_links: list[tuple[str, str]] = field(default_factory=list)
 
 
 class StoreError(RuntimeError):
@@ -87,6 +91,7 @@ class Store:
         self.generation = generation
         self.home = settings.home
         self._docs_view: _DocumentsView | None = None
+        self._structure: tuple[int, StructureIndex] | None = None
 
     # ---- opening ----------------------------------------------------------------------
     @classmethod
@@ -190,6 +195,12 @@ class Store:
             self.catalog.touch_source(s, origin)
             if project:
                 self.catalog.add_to_project(project, s)
+        if report.added or report.updated:
+            changed = [
+                d for d, recs in by_doc.items() if any(r.metadata.get(Meta.LINKS) for r in recs)
+            ]
+            if changed:
+                report.broken_links = self.structure_index().broken(changed)
         report.seconds = time.perf_counter() - start
         return report
 
@@ -309,9 +320,14 @@ class Store:
         after every content change)."""
         if not self.catalog.idle():
             return False
-        if name in ("lookup", "visible_size"):
+        if name in ("lookup", "visible_size", "get_links"):
             view = self._docs_view
-            return view is not None and view.version == self.version()
+            version = self.version()
+            if view is None or view.version != version:
+                return False
+            return name == "visible_size" or (
+                self._structure is not None and self._structure[0] == version
+            )
         return True
 
     def corpus_size(self) -> int:
@@ -428,15 +444,58 @@ class Store:
     def _visible_documents(self, flt: SearchFilter) -> list[DocumentRow]:
         return [d for d in self._documents_view().docs if _admits(flt, d)]
 
+    def structure_index(self) -> StructureIndex:
+        """Every document's names and links (retrieval.structure), per content version."""
+        version = self.version()
+        found = self._structure
+        if found is None or found[0] != version:
+            found = (version, StructureIndex(*self.catalog.structure()))
+            self._structure = found
+        return found[1]
+
+    def links(self, doc_id: str, flt: SearchFilter) -> tuple[list[Linked], list[Linked]]:
+        """(outgoing, incoming) links of a document, resolved to documents: only when the
+        filter admits the document, and only to and from documents it admits (a link to a
+        page the caller may not read says nothing about that page)."""
+        view = self._documents_view()
+        me = view.by_id.get(doc_id)
+        if me is None or not _admits(flt, me):
+            return [], []
+        index = self.structure_index()
+
+        def visible(links: list[Linked]) -> list[Linked]:
+            return [
+                link
+                for link in links
+                if (d := view.by_id.get(link.doc_id)) is not None and _admits(flt, d)
+            ]
+
+        return visible(index.outgoing(doc_id)), visible(index.incoming(doc_id))
+
     def lookup(self, name: str, flt: SearchFilter, limit: int = 5) -> list[Record]:
-        """Open the documents about ``name``: exact title, then entity, then fuzzy title.
-        Returns the first visible chunk of each matching document."""
+        """Open the documents about ``name``: a document defining it as an identifier
+        (``ERR-4012``, ``shared_buffers``), exact title, entity, an identifier in a title
+        or heading, heading, then documents
+        mentioning the identifier, then fuzzy title. Returns the first visible chunk of
+        each matching document."""
         key = name.strip().casefold()
         if not key:
             return []
         view = self._documents_view()
-        ranked = [d for d in view.by_title.get(key, []) if _admits(flt, d)]
+        index = self.structure_index()
+
+        def admitted(doc_ids: Iterable[str]) -> list[DocumentRow]:
+            rows = (view.by_id.get(d) for d in doc_ids)
+            return [d for d in rows if d is not None and _admits(flt, d)]
+
+        ranked = admitted(index.named(key, (IDENT,)))
+        ranked += [d for d in view.by_title.get(key, []) if d not in ranked and _admits(flt, d)]
         ranked += [d for d in view.by_entity.get(key, []) if d not in ranked and _admits(flt, d)]
+        if len(ranked) < limit:
+            named = admitted(index.named(key, (ENTITY, IDENT_IN, HEADING)))
+            ranked += [d for d in named if d not in ranked]
+        if len(ranked) < limit:
+            ranked += [d for d in admitted(index.mentioning(key)) if d not in ranked]
         if len(ranked) < limit:
             # Fuzzy only over admitted titles, so a near-miss never reveals a hidden one,
             # and only over titles with an admitted document not ranked already.
@@ -471,6 +530,7 @@ class _DocumentsView:
         self.docs = docs
         self.by_title: dict[str, list[DocumentRow]] = {}
         self.by_entity: dict[str, list[DocumentRow]] = {}
+        self.by_id: dict[str, DocumentRow] = {d.doc_id: d for d in docs}
         for d in docs:
             if d.title:
                 self.by_title.setdefault(d.title.casefold(), []).append(d)

@@ -1,0 +1,272 @@
+"""A document's own structure: the names it defines and the things it links to.
+
+Kept with the catalog entry of each document (written in the same transaction as its
+chunks, deleted with it), from the records alone, so no connector branches here:
+
+- names (what the document defines or is about): its title, headings, the identifiers
+  written in them or opening a line of its body (``- ERR-4012: ...``, ``| shared_buffers |``),
+  the entities, author and people/teams of its metadata, its own URL;
+- links (what it points at): hyperlinks (``Meta.LINKS``, resolved against the folder the
+  connector read), identifiers it mentions without defining them (``OPS-142``), URLs and
+  code paths written in its text.
+
+:class:`StructureIndex` resolves links to document ids at read time (a link to a page
+ingested later resolves once it is), and answers "who defines this name".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from retrieval.records import Meta, Record
+
+# Kinds of name, best first: what an exact lookup ranks by.
+# An identifier the document defines: its native id, its whole title / a whole heading /
+# an entity, or a definition line (``- ERR-4012: ...``, ``| shared_buffers | ...``).
+IDENT = "ident"
+IDENT_IN = "ident_in"  # an identifier inside its title or a heading (what it is about)
+TITLE = "title"
+ENTITY = "entity"  # metadata: entities, author, people and teams
+HEADING = "heading"
+URL_NAME = "url"  # the document's own URL
+NAME_KINDS = (IDENT, TITLE, ENTITY, IDENT_IN, HEADING, URL_NAME)
+
+# Kinds of link.
+DOC = "doc"  # a hyperlink to a path of the same source (stored as the candidate doc id)
+URL = "url"
+MENTION = "mention"  # an identifier the document names but does not define
+PATH = "path"  # a code / file path written in the text
+
+# Ticket and error keys: OPS-142, ERR-4012, INC-2026-007.
+_KEY = r"[A-Z][A-Z0-9]{1,9}-\d{1,6}(?:-\d{1,6})*"
+# snake_case / SCREAMING_SNAKE names: shared_buffers, pg_dump, LEDGER_STRICT_IDEMPOTENCY.
+_SNAKE = r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
+# Dotted code names: json.dumps, os.path.join, ledger.entries.v1 (parts of 2+ characters).
+_DOTTED = r"[a-z_][A-Za-z0-9_]+(?:\.[a-z_][A-Za-z0-9_]+)+(?:\(\))?"
+_IDENT_RE = re.compile(rf"(?<![\w./-])(?:{_KEY}|{_SNAKE}|{_DOTTED})(?![\w-]|\.\w)")
+_BACKTICK_RE = re.compile(r"`([^`\s]{2,60})`")
+_URL_RE = re.compile(r"https?://[^\s<>()\"'`\]]+[^\s<>()\"'`\].,;:!?]")
+_PATH_RE = re.compile(r"(?<![\w/.:-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}(?![\w/])")
+# What may open a line before the name it defines: list markers, table bars, emphasis.
+_LINE_OPEN = re.compile(r"^[\s>*+|#`_-]*(?:\d+[.)]\s*)?[*_`]*")
+# What follows a defined name on its line: a colon, a table bar, a dash, "=", a bracket.
+_DEFINES = re.compile(r"[*_`]*\s*(?:[:|=\u2014\u2013(]|\s-\s|$)")
+# Metadata keys (any source) whose values name people or teams.
+PEOPLE_KEYS = frozenset(
+    "owner owners team teams assignee reporter maintainer maintainers authors".split()
+)
+_MAX_NAME = 120
+
+
+def fold(name: str) -> str:
+    return " ".join(name.split()).casefold()
+
+
+def identifiers(text: str) -> list[str]:
+    """Identifier-like tokens of ``text`` (keys, snake_case, dotted code names, backticked
+    code), first occurrence order, no repeats."""
+    found = [m.group(0).removesuffix("()") for m in _IDENT_RE.finditer(text)]
+    found += [m.group(1).strip("()") for m in _BACKTICK_RE.finditer(text)]
+    return list(dict.fromkeys(f for f in found if f))
+
+
+def _defined_on_lines(text: str) -> list[str]:
+    """Identifiers that open a line: a glossary entry, an error table's row, a setting."""
+    out: list[str] = []
+    for line in text.splitlines():
+        rest = line[_LINE_OPEN.match(line).end() :]  # type: ignore[union-attr]
+        m = _IDENT_RE.match(rest)
+        if m and _DEFINES.match(rest, m.end()):
+            out.append(m.group(0).removesuffix("()"))
+    return out
+
+
+@dataclass
+class Structure:
+    names: list[tuple[str, str]] = field(default_factory=list)  # (folded name, kind)
+    links: list[tuple[str, str]] = field(default_factory=list)  # (target, kind)
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def document_structure(records: Sequence[Record]) -> Structure:
+    """Names and links of one document (its chunks, in order)."""
+    if not records:
+        return Structure()
+    first = records[0]
+    md = first.metadata
+    source = first.source
+    names: dict[tuple[str, str], None] = {}
+
+    def name(value: str, kind: str) -> None:
+        key = fold(value)
+        if key and len(key) <= _MAX_NAME:
+            names[(key, kind)] = None
+
+    title = first.title
+    if title:
+        name(title, TITLE)
+    heads: dict[str, None] = {}
+    for r in records:
+        for h in r.metadata.get(Meta.HEADING_PATH) or []:
+            if isinstance(h, str):
+                heads[h] = None
+    for h in heads:
+        if h != title:
+            name(h, HEADING)
+    entities = _strings(md.get(Meta.ENTITIES)) + _strings(md.get(Meta.AUTHOR))
+    for key in PEOPLE_KEYS:
+        entities += _strings(md.get(key))
+    for e in entities:
+        name(e, ENTITY)
+    if isinstance(md.get(Meta.URL), str):
+        name(md[Meta.URL], URL_NAME)
+    defined: dict[str, None] = {}
+    inside: dict[str, None] = {}
+    native = first.doc_id.partition(":")[2]
+    for text in [native, title, *heads, *entities]:
+        if text and _IDENT_RE.fullmatch(text.strip()):
+            defined[text.strip()] = None
+        else:
+            inside.update(dict.fromkeys(identifiers(text)))
+    body = "\n".join(r.text for r in records)
+    defined.update(dict.fromkeys(_defined_on_lines(body)))
+    for ident in defined:
+        name(ident, IDENT)
+    for ident in inside:
+        if ident not in defined:
+            name(ident, IDENT_IN)
+    links: dict[tuple[str, str], None] = {}
+    for r in records:
+        for target in r.metadata.get(Meta.LINKS) or []:
+            if not isinstance(target, str) or not target:
+                continue
+            if "://" in target or target.startswith(("mailto:", "//")):
+                links[(target, URL)] = None
+            else:
+                links[(f"{source}:{target}", DOC)] = None
+    own = {fold(d) for d in defined}
+    for ident in identifiers(body):
+        if fold(ident) not in own:
+            links[(fold(ident), MENTION)] = None
+    for m in _URL_RE.finditer(body):
+        links[(m.group(0), URL)] = None
+    for m in _PATH_RE.finditer(body):
+        links[(m.group(0), PATH)] = None
+    return Structure(names=list(names), links=list(links))
+
+
+@dataclass
+class Linked:
+    doc_id: str
+    via: str  # the link target or the name that led there
+    kind: str  # a link kind
+
+
+class StructureIndex:
+    """The names and links of every document, resolved to document ids (in memory; built
+    per catalog content version). ACL filtering is the caller's (the store's)."""
+
+    def __init__(
+        self,
+        doc_ids: Iterable[str],
+        names: Iterable[tuple[str, str, str]],
+        links: Iterable[tuple[str, str, str]],
+    ) -> None:
+        self.doc_ids = set(doc_ids)
+        self.by_name: dict[str, dict[str, list[str]]] = {}
+        for doc_id, key, kind in names:
+            self.by_name.setdefault(key, {}).setdefault(kind, []).append(doc_id)
+        self.by_path: dict[str, list[str]] = {}
+        for doc_id in self.doc_ids:
+            _source, _, path = doc_id.partition(":")
+            if path:
+                self.by_path.setdefault(path, []).append(doc_id)
+        self.out: dict[str, list[tuple[str, str]]] = {}
+        self.mentioned_by: dict[str, list[str]] = {}
+        for doc_id, target, kind in links:
+            self.out.setdefault(doc_id, []).append((target, kind))
+            if kind == MENTION:
+                self.mentioned_by.setdefault(target, []).append(doc_id)
+        self._incoming: dict[str, list[Linked]] | None = None
+
+    def named(self, name: str, kinds: Sequence[str] = NAME_KINDS) -> list[str]:
+        """Documents with ``name`` among their names, by kind in ``kinds`` order."""
+        found = self.by_name.get(fold(name), {})
+        out: list[str] = []
+        for kind in kinds:
+            out += [d for d in found.get(kind, ()) if d not in out]
+        return out
+
+    def mentioning(self, name: str) -> list[str]:
+        """Documents that name the identifier without defining it."""
+        return list(self.mentioned_by.get(fold(name), ()))
+
+    def resolve(self, doc_id: str, target: str, kind: str) -> list[str]:
+        """The documents a link of ``doc_id`` reaches (empty: broken or external)."""
+        if kind == DOC:
+            for candidate in _doc_candidates(target):
+                if candidate in self.doc_ids:
+                    return [candidate] if candidate != doc_id else []
+            path = target.partition(":")[2]
+            return [d for d in self.by_path.get(path, ()) if d != doc_id]
+        if kind == URL:
+            return [d for d in self.named(target, (URL_NAME,)) if d != doc_id]
+        if kind == MENTION:
+            found = [d for d in self.named(target, (IDENT,)) if d != doc_id]
+            return found or [d for d in self.named(target, (IDENT_IN,)) if d != doc_id]
+        if kind == PATH:
+            found = self.by_path.get(target, [])
+            if not found:
+                suffix = "/" + target
+                found = [d for p, ds in self.by_path.items() if p.endswith(suffix) for d in ds]
+            return [d for d in found if d != doc_id]
+        return []
+
+    def outgoing(self, doc_id: str) -> list[Linked]:
+        out: list[Linked] = []
+        seen: set[str] = set()
+        for target, kind in self.out.get(doc_id, ()):
+            for d in self.resolve(doc_id, target, kind):
+                if d not in seen:
+                    seen.add(d)
+                    out.append(Linked(d, target, kind))
+        return out
+
+    def incoming(self, doc_id: str) -> list[Linked]:
+        if self._incoming is None:
+            incoming: dict[str, list[Linked]] = {}
+            for src in self.out:
+                for link in self.outgoing(src):
+                    incoming.setdefault(link.doc_id, []).append(Linked(src, link.via, link.kind))
+            self._incoming = incoming
+        return list(self._incoming.get(doc_id, ()))
+
+    def broken(self, doc_ids: Iterable[str]) -> list[tuple[str, str]]:
+        """(document, target) of each hyperlink of ``doc_ids`` that reaches no document."""
+        return [
+            (d, target.partition(":")[2])
+            for d in doc_ids
+            for target, kind in self.out.get(d, ())
+            if kind == DOC and not self.resolve(d, target, kind)
+        ]
+
+
+def _doc_candidates(target: str) -> list[str]:
+    """A hyperlink's doc id and the spellings a folder link or an extensionless link take."""
+    out = [target]
+    stem, dot, ext = target.rpartition(".")
+    if not dot or "/" in ext:
+        out += [target + ".md", target + ".html", target + "/index.html", target + "/README.md"]
+        out += [target + "/index.md"]
+    elif ext in ("html", "htm"):
+        out.append(stem + ".md")
+    return out

@@ -1,0 +1,145 @@
+"""A document's names and links (retrieval.structure): extraction from the records a
+connector emits, and their resolution to document ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retrieval.connectors import load_path
+from retrieval.records import Meta, Record
+from retrieval.structure import (
+    DOC,
+    ENTITY,
+    HEADING,
+    IDENT,
+    IDENT_IN,
+    MENTION,
+    PATH,
+    TITLE,
+    URL,
+    StructureIndex,
+    document_structure,
+    identifiers,
+)
+from tests.conftest import make_record
+
+
+def _docs(records: list[Record]) -> dict[str, list[Record]]:
+    out: dict[str, list[Record]] = {}
+    for r in sorted(records, key=lambda r: r.chunk_index):
+        out.setdefault(r.doc_id, []).append(r)
+    return out
+
+
+def _index(docs: dict[str, list[Record]]) -> StructureIndex:
+    names, links = [], []
+    for doc_id, recs in docs.items():
+        s = document_structure(recs)
+        names += [(doc_id, n, k) for n, k in s.names]
+        links += [(doc_id, t, k) for t, k in s.links]
+    return StructureIndex(docs, names, links)
+
+
+def test_identifiers_are_keys_snake_dotted_and_backticked_code() -> None:
+    text = (
+        "OPS-142 saw ERR-4012 after shared_buffers and LEDGER_STRICT_IDEMPOTENCY changed; "
+        "json.dumps() and `ledger-pg` too. Not e.g. this, nor 3.14 or well-known words."
+    )
+    found = identifiers(text)
+    assert found[:6] == [
+        "OPS-142",
+        "ERR-4012",
+        "shared_buffers",
+        "LEDGER_STRICT_IDEMPOTENCY",
+        "json.dumps",
+        "ledger-pg",
+    ]
+    assert "well-known" not in found and "e.g" not in found
+
+
+def test_markdown_and_html_links_resolve_to_document_ids(tmp_path: Path) -> None:
+    root = tmp_path / "wiki"
+    (root / "teams").mkdir(parents=True)
+    (root / "services").mkdir()
+    (root / "services" / "ledger.md").write_text(
+        "# ledger\n\nOwned by the [payments team](../teams/payments.md#lead). "
+        "See [the runbook](runbook.md) and [docs](https://example.com/ledger).\n"
+    )
+    (root / "teams" / "payments.md").write_text("# Payments team\n\nLead: Ana Ruiz.\n")
+    (root / "teams" / "index.html").write_text(
+        "<html><body><main><h1>Teams</h1><p><a href='payments.md?x=1#top'>payments</a> "
+        "and <a href='#self'>this page</a> and <a href='../services/ledger.md'>ledger</a>"
+        "</p></main></body></html>"
+    )
+    result = load_path(root, source="wiki")
+    docs = _docs(result.records)
+    ledger = document_structure(docs["wiki:services/ledger.md"])
+    # Relative paths resolved against the page, fragments dropped, URLs kept as written.
+    assert ("wiki:teams/payments.md", DOC) in ledger.links
+    assert ("wiki:services/runbook.md", DOC) in ledger.links
+    assert ("https://example.com/ledger", URL) in ledger.links
+    index = _index(docs)
+    assert [x.doc_id for x in index.outgoing("wiki:services/ledger.md")] == [
+        "wiki:teams/payments.md"
+    ]
+    assert [x.doc_id for x in index.outgoing("wiki:teams/index.html")] == [
+        "wiki:teams/payments.md",
+        "wiki:services/ledger.md",
+    ]
+    assert {x.doc_id for x in index.incoming("wiki:teams/payments.md")} == {
+        "wiki:services/ledger.md",
+        "wiki:teams/index.html",
+    }
+    # The runbook was never written: reported, not fatal.
+    assert index.broken(docs) == [("wiki:services/ledger.md", "services/runbook.md")]
+
+
+def test_names_defined_by_a_document_and_identifiers_it_only_mentions() -> None:
+    page = [
+        make_record(
+            "services/ledger.md",
+            "# ledger-service\n\n## Error codes\n\n- ERR-4012: idempotency key reused\n"
+            "| pg_dump | nightly |\n\nThe OPS-142 spike; see config/ledger.yaml.",
+            source="wiki",
+            title="ledger-service",
+            entities=["Payments team"],
+            author="Luis Ferreira",
+            heading_path=["ledger-service", "Error codes"],
+        )
+    ]
+    ticket = [
+        make_record(
+            "OPS-142",
+            "ledger-service returned a burst of ERR-4012 errors.",
+            source="tickets",
+            title="Duplicate payouts with ERR-4012 spike",
+            assignee="Luis Ferreira",
+        )
+    ]
+    s = document_structure(page)
+    assert {("ledger-service", TITLE), ("error codes", HEADING)} <= set(s.names)
+    assert {("payments team", ENTITY), ("luis ferreira", ENTITY)} <= set(s.names)
+    assert {("err-4012", IDENT), ("pg_dump", IDENT)} <= set(s.names)
+    assert ("ops-142", MENTION) in s.links and ("config/ledger.yaml", PATH) in s.links
+    t = document_structure(ticket)
+    assert ("ops-142", IDENT) in t.names  # its own key (the native id)
+    assert ("err-4012", IDENT_IN) in t.names  # named in its title: what it is about
+    assert ("err-4012", MENTION) in t.links
+    index = _index({"wiki:services/ledger.md": page, "tickets:OPS-142": ticket})
+    # The definer first, then a page that is about it.
+    assert index.named("ERR-4012") == ["wiki:services/ledger.md", "tickets:OPS-142"]
+    assert [x.doc_id for x in index.outgoing("tickets:OPS-142")] == ["wiki:services/ledger.md"]
+    assert [x.doc_id for x in index.outgoing("wiki:services/ledger.md")] == ["tickets:OPS-142"]
+
+
+def test_a_definition_line_needs_a_separator() -> None:
+    recs = [make_record("p", "ERR-9, which paged us.\nERR-10 \u2014 disk full\n", title="P")]
+    names = set(document_structure(recs).names)
+    assert ("err-10", IDENT) in names
+    assert ("err-9", IDENT) not in names
+
+
+def test_links_in_chunk_metadata_only() -> None:
+    rec = make_record("a.md", "text", source="w", **{Meta.LINKS: ["b.md", "mailto:x@y.z"]})
+    s = document_structure([rec])
+    assert ("w:b.md", DOC) in s.links and ("mailto:x@y.z", URL) in s.links
