@@ -140,6 +140,7 @@ def test_a_definition_line_needs_a_separator() -> None:
 
 
 def test_links_in_chunk_metadata_only() -> None:
-    rec = make_record("a.md", "text", source="w", **{Meta.LINKS: ["b.md", "mailto:x@y.z"]})
+    assert Meta.LINKS == "links"  # what the keyword below sets
+    rec = make_record("a.md", "text", source="w", links=["b.md", "mailto:x@y.z"])
     s = document_structure([rec])
     assert ("w:b.md", DOC) in s.links and ("mailto:x@y.z", URL) in s.links
