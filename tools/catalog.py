@@ -14,8 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from retrieval.placement import engine_call
-from retrieval.records import ALL_LEGS
+from retrieval.records import ALL_LEGS, Meta
 from retrieval.search_models import SearchOptions
+from retrieval.structure import identifiers
 from tools.context import ToolContext
 from tools.evidence import Evidence
 from tools.normalize import evidence_from_hit, evidence_from_record
@@ -116,6 +117,19 @@ class DocumentArgs(BaseModel):
     id: str = Field(min_length=1, description="a document id (or a chunk id of it)")
 
 
+class LinksArgs(BaseModel):
+    doc: str = Field(min_length=1, description="a document id (or a chunk id of it)")
+    direction: Literal["out", "in", "both"] = Field(
+        default="both", description="the documents it links to, that link to it, or both"
+    )
+    limit: int = Field(default=5, ge=1, le=20)
+    query: str | None = Field(
+        default=None,
+        max_length=1000,
+        description="what is sought: return each linked page's best-matching section",
+    )
+
+
 class NeighborArgs(BaseModel):
     chunk_id: str = Field(min_length=1)
     window: int = Field(default=1, ge=1, le=3)
@@ -163,10 +177,22 @@ async def search_knowledge(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
     )
 
 
-def _name_score(name: str, title: str) -> float:
-    # Exact title (ignoring a "(disambiguation)" suffix) ranks above a fuzzy match.
+def _name_score(name: str, record: Any) -> float:
+    # Exact title (ignoring a "(disambiguation)" suffix) or an identifier the page
+    # defines ranks above a fuzzy match.
+    title = record.title
     base = title.split(" (", 1)[0].strip().casefold()
-    return 1.0 if name.strip().casefold() in (title.casefold(), base) else 0.5
+    key = name.strip().casefold()
+    if key in (title.casefold(), base):
+        return 1.0
+    return 1.0 if key in _defined_by(record) else 0.5
+
+
+def _defined_by(record: Any) -> frozenset[str]:
+    md = record.metadata
+    return frozenset(
+        str(e).casefold() for e in (md.get(Meta.ENTITIES) or []) if isinstance(e, str)
+    ) | frozenset(i.casefold() for i in identifiers(record.title))
 
 
 async def lookup_entity(ctx: ToolContext, args: LookupArgs) -> ToolOutput:
@@ -179,17 +205,69 @@ def _lookup_entity(ctx: ToolContext, args: LookupArgs) -> list[Evidence]:
     records = ctx.store.lookup(args.name, ctx.flt, args.limit)
     evidence = []
     for first in records:
-        score = _name_score(args.name, first.title)
-        if args.query:
-            # A long page's first section rarely holds the fact sought: its best-matching
-            # section comes first, then the page's opening (what the page is about).
-            chunks = ctx.store.get_document(first.doc_id, ctx.flt)
-            best = _best_section(chunks, args.query, skip=first.id)
-            if best is not None:
-                evidence.append(evidence_from_record(best, score))
-                score *= 0.9
-        evidence.append(evidence_from_record(first, score))
+        evidence += _page_evidence(ctx, first, _name_score(args.name, first), args.query)
     return evidence
+
+
+def _page_evidence(ctx: ToolContext, first: Any, score: float, query: str | None) -> list[Evidence]:
+    """A page's opening, after its section best matching ``query`` when there is one."""
+    out: list[Evidence] = []
+    if query:
+        # A long page's first section rarely holds the fact sought: its best-matching
+        # section comes first, then the page's opening (what the page is about).
+        chunks = ctx.store.get_document(first.doc_id, ctx.flt)
+        best = _best_section(chunks, query, skip=first.id)
+        if best is not None:
+            out.append(evidence_from_record(best, score))
+            score *= 0.9
+    out.append(evidence_from_record(first, score))
+    return out
+
+
+_LINKS_READ = 40  # linked pages a get_links call reads at most (a hub page links hundreds)
+
+
+async def get_links(ctx: ToolContext, args: LinksArgs) -> ToolOutput:
+    found = await engine_call(ctx.store, "get_links", _get_links, ctx, args)
+    evidence, detail = found
+    return ToolOutput(evidence=evidence, detail=detail)
+
+
+def _get_links(ctx: ToolContext, args: LinksArgs) -> tuple[list[Evidence], dict[str, Any]]:
+    """The caller's view of a document's links: nothing about a document it cannot read
+    (the store filters both ends)."""
+    doc_id = args.doc.split("#", 1)[0]
+    outgoing, incoming = ctx.store.links(doc_id, ctx.flt)
+    chosen = [
+        *(outgoing if args.direction in ("out", "both") else []),
+        *(incoming if args.direction in ("in", "both") else []),
+    ]
+    pages: list[tuple[int, int, list[Any]]] = []  # (-overlap, link order, chunks)
+    wanted = {_fold(t) for t in tokens(args.query or "") if t not in _STOP}
+    seen: set[str] = set()
+    for order, link in enumerate(chosen):
+        if link.doc_id in seen or len(seen) >= _LINKS_READ:
+            continue
+        seen.add(link.doc_id)
+        records = ctx.store.get_document(link.doc_id, ctx.flt)
+        if not records:
+            continue
+        overlap = (
+            max(len(wanted & {_fold(t) for t in tokens(f"{c.title} {c.text}")}) for c in records)
+            if wanted
+            else 0
+        )
+        if wanted and not overlap:
+            continue  # with a query: only the pages that hold some of what is sought
+        pages.append((-overlap, order, records))
+    evidence: list[Evidence] = []
+    for _neg, _order, records in sorted(pages, key=lambda p: (p[0], p[1]))[: args.limit]:
+        evidence += _page_evidence(ctx, records[0], 0.5, args.query)
+    detail = {
+        "out": [{"doc_id": x.doc_id, "via": x.via, "kind": x.kind} for x in outgoing],
+        "in": [{"doc_id": x.doc_id, "via": x.via, "kind": x.kind} for x in incoming],
+    }
+    return evidence, detail
 
 
 _STOP = frozenset(
@@ -238,7 +316,8 @@ SEARCH_KNOWLEDGE = ToolSpec(
 )
 LOOKUP_ENTITY = ToolSpec(
     "lookup_entity",
-    "Open the page whose title or named entity matches a name (exact, then fuzzy).",
+    "Open the page that defines an identifier (ERR-4012, shared_buffers) or whose title or "
+    "named entity matches a name (exact, then fuzzy).",
     LookupArgs,
     lookup_entity,
 )
@@ -248,6 +327,12 @@ GET_DOCUMENT = ToolSpec(
     DocumentArgs,
     get_document,
 )
+GET_LINKS = ToolSpec(
+    "get_links",
+    "The documents a document links to or names by identifier, and those that link to it.",
+    LinksArgs,
+    get_links,
+)
 GET_NEIGHBORS = ToolSpec(
     "get_neighbors",
     "The sections just before and after a passage already found.",
@@ -255,7 +340,13 @@ GET_NEIGHBORS = ToolSpec(
     get_neighbors,
 )
 
-DEFAULT_TOOLS: tuple[ToolSpec, ...] = (SEARCH_KNOWLEDGE, LOOKUP_ENTITY, GET_DOCUMENT, GET_NEIGHBORS)
+DEFAULT_TOOLS: tuple[ToolSpec, ...] = (
+    SEARCH_KNOWLEDGE,
+    LOOKUP_ENTITY,
+    GET_DOCUMENT,
+    GET_LINKS,
+    GET_NEIGHBORS,
+)
 
 
 class Catalog:

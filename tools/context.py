@@ -36,6 +36,9 @@ class StoreLike(Protocol):
 
     def lookup(self, name: str, flt: SearchFilter, limit: int = 5) -> list[Record]: ...
 
+    # (outgoing, incoming) retrieval.structure.Linked of a document, filtered by ``flt``
+    def links(self, doc_id: str, flt: SearchFilter) -> tuple[list[Any], list[Any]]: ...
+
 
 @dataclass
 class ToolContext:

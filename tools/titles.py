@@ -11,6 +11,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
+from retrieval.structure import identifiers
+
+__all__ = ["TitleIndex", "base_title", "identifiers", "named_titles", "name_spans", "tokens"]
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 # A title shorter than this (in characters) or a single common word is too ambiguous to
 # count as a mention ("Up", "It").

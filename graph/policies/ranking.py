@@ -75,7 +75,7 @@ def rank_pool(
                 hop = (1.0 / (p.rank or 1)) / (1 + 0.5 * (p.lead or 0))
                 # Opening the page a passage names is a firmer link than searching the
                 # question's missing words beside a name it mentions.
-                firm = 1.0 if p.tool == "lookup_entity" else _SEARCH_HOP_TRUST
+                firm = 1.0 if p.tool in ("lookup_entity", "get_links") else _SEARCH_HOP_TRUST
                 decay = _DEPTH_DECAY ** depth[p.parent]
                 derived = 0.9 * final[p.parent] * hop * firm * decay + 0.2 * cov[e.id]
                 if p.rewrite:

@@ -35,7 +35,13 @@ def ctx_for(store: MemoryStore, groups: list[str] | None = None) -> ToolContext:
 
 def test_catalog_describes_each_tool_with_a_json_schema() -> None:
     described = {d["name"]: d for d in Catalog().describe()}
-    assert set(described) == {"search_knowledge", "lookup_entity", "get_document", "get_neighbors"}
+    assert set(described) == {
+        "search_knowledge",
+        "lookup_entity",
+        "get_document",
+        "get_links",
+        "get_neighbors",
+    }
     assert described["search_knowledge"]["args"]["required"] == ["query"]
     assert described["lookup_entity"]["args"]["required"] == ["name"]
     assert all(d["description"] and "\n" not in d["description"] for d in described.values())
