@@ -225,6 +225,7 @@ def _page_evidence(ctx: ToolContext, first: Any, score: float, query: str | None
 
 
 _LINKS_READ = 40  # linked pages a get_links call reads at most (a hub page links hundreds)
+_PREFIX = 5  # words compared on their first letters ("drains" meets "drained")
 
 
 async def get_links(ctx: ToolContext, args: LinksArgs) -> ToolOutput:
@@ -243,7 +244,7 @@ def _get_links(ctx: ToolContext, args: LinksArgs) -> tuple[list[Evidence], dict[
         *(incoming if args.direction in ("in", "both") else []),
     ]
     pages: list[tuple[int, int, list[Any]]] = []  # (-overlap, link order, chunks)
-    wanted = {_fold(t) for t in tokens(args.query or "") if t not in _STOP}
+    wanted = {_fold(t)[:_PREFIX] for t in tokens(args.query or "") if t not in _STOP}
     seen: set[str] = set()
     for order, link in enumerate(chosen):
         if link.doc_id in seen or len(seen) >= _LINKS_READ:
@@ -253,7 +254,10 @@ def _get_links(ctx: ToolContext, args: LinksArgs) -> tuple[list[Evidence], dict[
         if not records:
             continue
         overlap = (
-            max(len(wanted & {_fold(t) for t in tokens(f"{c.title} {c.text}")}) for c in records)
+            max(
+                len(wanted & {_fold(t)[:_PREFIX] for t in tokens(f"{c.title} {c.text}")})
+                for c in records
+            )
             if wanted
             else 0
         )

@@ -28,7 +28,7 @@ from graph.text import (
 )
 from tools.evidence import Evidence
 from tools.executor import ToolCall
-from tools.titles import TitleIndex, base_title, named_titles
+from tools.titles import TitleIndex, base_title, identifiers, named_titles
 
 _COMPARISON = re.compile(
     r"\b(both|same|either|neither|compared?|older|younger|earlier|later|first|"
@@ -43,6 +43,12 @@ _RELATIVE = re.compile(
 )
 
 MAX_QUESTION_LOOKUPS = 4
+# Hops through the corpus's own structure (retrieval.structure): identifiers a top passage
+# names (a ticket's ERR-4012 -> the page that defines it) and the pages it links to, read
+# for what the question still lacks; followed before the title mentions.
+IDENTS_PER_PASSAGE = 2
+MAX_STRUCTURE_LEADS = 4
+LINKED_PASSAGES = 2  # top passages whose outgoing links are read
 MAX_HOP_LOOKUPS = 6
 MAX_HOP_SEARCHES = 2
 ENTITIES_PER_PASSAGE = 1
@@ -148,7 +154,8 @@ class RulePolicy:
         calls = [ToolCall(tool="search_knowledge", args={"query": q, "k": k}, reason="question")]
         if view.options.mode == "hybrid":
             return PlanStep(calls=calls)
-        for title in named_titles(q, view.titles)[:MAX_QUESTION_LOOKUPS]:
+        named = named_titles(q, view.titles)[:MAX_QUESTION_LOOKUPS]
+        for title in named:
             calls.append(
                 ToolCall(
                     tool="lookup_entity",
@@ -156,6 +163,17 @@ class RulePolicy:
                     reason="named in question",
                 )
             )
+        folded = {t.casefold() for t in named}
+        for ident in identifiers(q)[: max(0, MAX_QUESTION_LOOKUPS - len(named))]:
+            if ident.casefold() not in folded:
+                # The page that defines an identifier the question names (ERR-4012).
+                calls.append(
+                    ToolCall(
+                        tool="lookup_entity",
+                        args={"name": ident, "limit": 1, "query": q},
+                        reason="identifier in question",
+                    )
+                )
         entities = comparison_entities(q, view.titles)
         if entities:
             rest = " ".join(t for t in salient_terms(q) if not any(t in terms(e) for e in entities))
@@ -337,12 +355,14 @@ class RulePolicy:
             return AssessStep(Verdict(decision="enough", reason=reason, missing=missing))
 
         section_query = " ".join(missing) if missing else view.question
+        frontier = self._frontier(view, steering, top)
+        structure = self._structure_leads(view, frontier, section_query, chained)
         calls: list[ToolCall] = []
         # Follow the pages that the top passages - and the pages the last round opened by
         # following a mention (the chain's frontier) - mention: the bridge hop. A page is
         # followed even when some chunk of it is already in the pool: the lookup brings
         # the section that matches the question (the ownership line, not the intro).
-        for e in self._frontier(view, steering, top):
+        for e in frontier:
             mentioned = self._title_mentions(e, view.titles)
             mentioned += [
                 t
@@ -395,6 +415,7 @@ class RulePolicy:
                         lead=lead,
                     )
                     _add_new(calls, call, view.done_calls)
+        calls = [*structure, *(c for c in calls if c not in structure)]
         if not calls:
             reason = "all question terms covered" if not missing else "no new leads"
             return AssessStep(Verdict(decision="enough", reason=reason, missing=missing))
@@ -402,7 +423,8 @@ class RulePolicy:
             return AssessStep(
                 Verdict(decision="enough", reason="all question terms covered", missing=[])
             )
-        decision: Decision = "next" if any(c.tool == "lookup_entity" for c in calls) else "more"
+        hops = ("lookup_entity", "get_links")
+        decision: Decision = "next" if any(c.tool in hops for c in calls) else "more"
         return AssessStep(
             Verdict(
                 decision=decision,
@@ -412,6 +434,49 @@ class RulePolicy:
                 next_calls=calls,
             )
         )
+
+    def _structure_leads(
+        self, view: View, frontier: list[Evidence], section_query: str, chained: bool
+    ) -> list[ToolCall]:
+        """Hops the documents write down: the identifiers a passage names that the
+        question does not (closest to the question's words first), each opened at the
+        page that defines it, and the pages a top passage links to that hold what is
+        still sought (get_links reads only the linked pages matching the query)."""
+        calls: list[ToolCall] = []
+        cap = 1 if chained else MAX_STRUCTURE_LEADS
+        asked = {i.casefold() for i in identifiers(view.question)}
+        for e in frontier:
+            own = {i.casefold() for i in identifiers(e.title)}
+            found = [
+                i
+                for i in identifiers(e.text)
+                if i.casefold() not in asked and i.casefold() not in own
+            ]
+            near = by_proximity(e, view.question, found)
+            ordered = [*near, *(i for i in found if i not in near)]
+            for lead, ident in enumerate(ordered[:IDENTS_PER_PASSAGE]):
+                if len(calls) >= cap:
+                    break
+                call = ToolCall(
+                    tool="lookup_entity",
+                    args={"name": ident, "limit": 1, "query": section_query},
+                    reason=f"identifier {ident} in {e.id}",
+                    parent=e.id,
+                    lead=lead,
+                )
+                _add_new(calls, call, view.done_calls)
+        for e in frontier[:LINKED_PASSAGES]:
+            if len(calls) >= cap + LINKED_PASSAGES:
+                break
+            call = ToolCall(
+                tool="get_links",
+                args={"doc": e.doc_id, "direction": "out", "limit": 1, "query": section_query},
+                reason=f"linked from {e.id}",
+                parent=e.id,
+                lead=0,
+            )
+            _add_new(calls, call, view.done_calls)
+        return calls
 
     def _frontier(
         self, view: View, steering: list[Evidence], top: list[Evidence]
