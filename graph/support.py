@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from graph.lexicon import prefetch, related
 from graph.text import STOPWORDS, instruction_like, key_terms, proper_phrases, sentences, terms
 from tools.evidence import Evidence
 from tools.titles import base_title, whole_word_spans
@@ -208,6 +209,7 @@ def assess_support(
     anchors = set(parts.keys) | set(parts.constraints) | kinds
     contexts, linked = chain_context(evidence, question)
     supports: list[Support] = []
+    fetched = False
     for n, (e, ctx) in enumerate(zip(evidence, contexts, strict=True), start=1):
         frame = set(terms(f"{e.title} {_heading(e)}"))
         # On a page reached by following a mention, a sentence about the page's subject
@@ -222,14 +224,23 @@ def assess_support(
             if not (own & about or frame & anchors):
                 continue  # not about the question at all
             full = own | ctx
+            keys = {k for k in parts.keys if k in full}
             # An answer-type word stated with a value counts as one more thing covered.
             stated = len(_stated_types(sent, kinds))
             need = len(parts.constraints) + stated
-            cov = (sum(t in full for t in parts.constraints) + stated) / need if need else 1.0
+            met = [t in full for t in parts.constraints]
+            cov = (sum(met) + stated) / need if need else 1.0
+            if cov < MIN_CONSTRAINT_COVERAGE and keys:
+                # Paraphrase: "woman" is met by "actress", "team" by "group".
+                if not fetched:  # every word of the evidence in one batch, once
+                    prefetch([*parts.constraints, *set().union(*(terms(x.text) for x in evidence))])
+                    fetched = True
+                near = own | frame
+                met = [m or related(t, near) for t, m in zip(parts.constraints, met, strict=True)]
+                cov = (sum(met) + stated) / need
             direct = (
                 (sum(t in own | frame for t in parts.constraints) + stated) / need if need else 1.0
             )
-            keys = {k for k in parts.keys if k in full}
             if cov < MIN_CONSTRAINT_COVERAGE or (parts.keys and not keys):
                 continue
             supports.append(Support(n, sent, i, cov, keys, direct))

@@ -326,3 +326,30 @@ def test_how_many_reads_the_number_before_the_counted_noun() -> None:
     q = "How many replicas does the ledger-service PostgreSQL cluster have?"
     got = find_short_answer(q, evidence, assess_support(q, evidence).supports)
     assert got is not None and got.value == "two"
+
+
+def test_paraphrase_meets_a_question_word_unrelated_words_do_not() -> None:
+    from graph.lexicon import related
+
+    assert related("team", ["group"]) and related("woman", ["actress"])
+    assert not related("version", ["cluster", "frankfurt", "production"])
+    assert not related("fee", ["password", "carrier"])
+
+
+def test_support_tolerates_paraphrase_but_still_needs_the_subject() -> None:
+    from tools.evidence import Provenance
+
+    film = ev(
+        "w:k", "Kiss and Tell", "Kiss and Tell is a film starring Shirley Temple as Corliss Archer."
+    )
+    temple = ev(
+        "w:s", "Shirley Temple", "Shirley Temple was an actress who served as Chief of Protocol."
+    ).model_copy(
+        update={
+            "provenance": [Provenance(round=2, tool="lookup_entity", query="x", parent="w:k#0")]
+        }
+    )
+    q = "What position was held by the woman who portrayed Corliss Archer in Kiss and Tell?"
+    assert assess_support(q, [film, temple]).supported
+    # without the page that ties the actress to the film, the subject is not bound
+    assert not assess_support(q, [temple.model_copy(update={"provenance": []})]).supported
