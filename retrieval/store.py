@@ -472,6 +472,21 @@ class Store:
 
         return visible(index.outgoing(doc_id)), visible(index.incoming(doc_id))
 
+    def linking_documents(self, flt: SearchFilter) -> frozenset[str]:
+        """The documents ``flt`` admits that link to a document it admits: where a
+        get_links call can find something."""
+        view = self._documents_view()
+
+        def seen(doc_id: str) -> bool:
+            d = view.by_id.get(doc_id)
+            return d is not None and _admits(flt, d)
+
+        return frozenset(
+            d
+            for d, targets in self.structure_index().linking().items()
+            if seen(d) and any(seen(t) for t in targets)
+        )
+
     def lookup(self, name: str, flt: SearchFilter, limit: int = 5) -> list[Record]:
         """Open the documents about ``name``: a document defining it as an identifier
         (``ERR-4012``, ``shared_buffers``), exact title, entity, an identifier in a title

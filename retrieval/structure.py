@@ -197,6 +197,7 @@ class StructureIndex:
             if kind == MENTION:
                 self.mentioned_by.setdefault(target, []).append(doc_id)
         self._incoming: dict[str, list[Linked]] | None = None
+        self._linking: dict[str, list[str]] | None = None
 
     def named(self, name: str, kinds: Sequence[str] = NAME_KINDS) -> list[str]:
         """Documents with ``name`` among their names, by kind in ``kinds`` order."""
@@ -249,6 +250,14 @@ class StructureIndex:
                     incoming.setdefault(link.doc_id, []).append(Linked(src, link.via, link.kind))
             self._incoming = incoming
         return list(self._incoming.get(doc_id, ()))
+
+    def linking(self) -> dict[str, list[str]]:
+        """Document -> the documents its links reach, for every document with one."""
+        if self._linking is None:
+            self._linking = {
+                d: [x.doc_id for x in found] for d in self.out if (found := self.outgoing(d))
+            }
+        return self._linking
 
     def broken(self, doc_ids: Iterable[str]) -> list[tuple[str, str]]:
         """(document, target) of each hyperlink of ``doc_ids`` that reaches no document."""

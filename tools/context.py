@@ -209,6 +209,9 @@ def _cached_index(store: Any, flt: SearchFilter, list_titles: Any) -> TitleIndex
     if hit is not None and version is not None and hit[0] == version:
         return hit[1]
     index = _MemoTitleIndex(list_titles(flt))
+    linking = getattr(store, "linking_documents", None)
+    if callable(linking):
+        index.linking = linking(flt)
     if len(per_store) >= _CACHE_SIZE:
         per_store.pop(next(iter(per_store)))
     per_store[flt] = (version, index)

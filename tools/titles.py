@@ -40,6 +40,9 @@ class TitleIndex:
         # title sharing its first token ("the", "john" start thousands of titles).
         by_first: dict[str, dict[int, dict[tuple[str, ...], list[str]]]] = defaultdict(dict)
         self.titles: set[str] = set()
+        # The documents (visible to the same caller) that link to another one it can read,
+        # when the store can tell (``Store.linking_documents``); None: unknown.
+        self.linking: frozenset[str] | None = None
         for item in titles:
             title = item if isinstance(item, str) else item[0]
             if not title or title in self.titles:

@@ -465,9 +465,12 @@ class RulePolicy:
                     lead=lead,
                 )
                 _add_new(calls, call, view.done_calls)
+        linking = view.titles.linking if view.titles is not None else None
         for e in frontier[:LINKED_PASSAGES]:
             if len(calls) >= cap + LINKED_PASSAGES:
                 break
+            if linking is not None and e.doc_id not in linking:
+                continue  # the store knows this page links nowhere the caller can read
             call = ToolCall(
                 tool="get_links",
                 args={"doc": e.doc_id, "direction": "out", "limit": 1, "query": section_query},

@@ -104,6 +104,9 @@ def test_lookups_and_links_are_acl_filtered(store_factory: Callable[..., Any]) -
     back = asyncio.run(links(hr, "wiki:hr.md"))
     assert {d["doc_id"] for d in back.detail["in"]} == {"wiki:public.md"}
     assert _ids(store.lookup("ERR-77", hr.flt, 1)) == ["wiki:hr.md"]
+    # What the policy reads to skip pages that link nowhere the caller can read.
+    assert store.linking_documents(eng.flt) == frozenset()
+    assert store.linking_documents(hr.flt) == {"wiki:public.md"}
 
 
 def test_a_catalog_from_before_the_index_is_rebuilt_on_open(
