@@ -21,10 +21,20 @@ from api.errors import error_response, install_error_handlers
 from api.logging import request_id_var
 from api.settings import ApiSettings
 from api.sources import SourceSync, load_sources_file
+from api.startup_checks import (
+    HomeError,
+    fatal_line,
+    handed_over_findings,
+    home_findings,
+    open_store_explained,
+    release_home,
+    take_over,
+)
 from api.tasks.store import TaskStore
 from api.tasks.workers import ChangeFeed, WorkerPool
 from api.webhooks import WebhookSender
 from retrieval.engines.base import is_engine_panic
+from retrieval.health import Finding
 
 log = logging.getLogger("waypoint.api")
 
@@ -145,17 +155,25 @@ def _drain(receive: Receive) -> Receive:
 ServicesFactory = Callable[[ApiSettings], Awaitable[Services]]
 
 
-async def build_services(settings: ApiSettings) -> Services:
-    """The real wiring: embedded store, researcher with its checkpointer, task store."""
+async def build_services(settings: ApiSettings, store: Any = None) -> Services:
+    """The real wiring: embedded store, researcher with its checkpointer, task store.
+
+    ``store``: one already opened (``waypoint serve`` opens it before the server starts,
+    so that a store that does not open is one line, not a traceback from the lifespan)."""
+    handed = take_over(settings.home) if store is None else None
+    if handed is not None:
+        store = handed[0]
     from graph.runner import Researcher
-    from retrieval.store import Store
 
     keys = KeyRing.from_file(settings.auth_file)
     if not len(keys):
         log.warning("no API keys configured (WAYPOINT_AUTH_FILE): every request will get 401")
     tasks = TaskStore.open(settings.resolved_tasks_url())
     settings.home.mkdir(parents=True, exist_ok=True)
-    store = Store.open(home=settings.home)
+    # The start-up checks ran in the lifespan; an engine error (a lock held by another
+    # process, a store that does not open) is one line naming the file.
+    if store is None:
+        store = open_store_explained(settings.home, command="serve")
     researcher = Researcher(store, checkpointer_path=settings.checkpoint_path)
     return assemble(settings, keys, store, researcher, tasks)
 
@@ -190,13 +208,32 @@ def assemble(
 
 
 def create_app(
-    settings: ApiSettings | None = None, services_factory: ServicesFactory | None = None
+    settings: ApiSettings | None = None,
+    services_factory: ServicesFactory | None = None,
+    start_up_findings: list[Finding] | None = None,
 ) -> FastAPI:
+    """``start_up_findings``: the home's checks, when the caller ran them already (before
+    opening the store, which creates what is missing: ``waypoint serve`` hands them over
+    with its store); else the lifespan runs them."""
     settings = settings or ApiSettings()
+    if start_up_findings is None:
+        start_up_findings = handed_over_findings(settings.home)
     factory = services_factory or build_services
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Each store of the home, before anything opens (and so creates) one: a damaged
+        # home refuses to start with one line naming the file; a missing leg starts, and
+        # /healthz reports it (503).
+        findings = start_up_findings
+        if findings is None:
+            findings = await asyncio.to_thread(home_findings, settings.home, None, settings)
+        fatal = fatal_line(findings)
+        if fatal is not None:
+            raise HomeError(fatal)
+        app.state.degraded = [f for f in findings if not f.fatal]
+        for finding in app.state.degraded:
+            log.warning("degraded: %s", finding.line())
         services = await factory(settings)
         await _warm_up(services.store)
         if settings.gc_freeze:
@@ -218,6 +255,7 @@ def create_app(
                     await result
             if hasattr(services.store, "close"):
                 services.store.close()
+            release_home(settings.home)
             services.tasks.close()
 
     app = FastAPI(

@@ -36,17 +36,28 @@ err_console = Console(stderr=True)
 
 
 def open_store(index: Path | None, must_exist: bool = False) -> Store:
+    """The home's store after its start-up checks: a damaged home, or one another process
+    holds, is one line and exit 2; a missing leg is a warning line and the command runs."""
+    import click
+
+    from api.startup_checks import HomeError, open_checked_store
     from retrieval.embedding import EmbeddingModelError
-    from retrieval.store import Store, StoreError
+    from retrieval.health import check_home
+    from retrieval.store import StoreError
 
     settings = RetrievalSettings()
-    home = index or settings.home
-    if must_exist and not (Path(home) / "catalog.sqlite").exists():
+    home = Path(index or settings.home)
+    if must_exist and not (home / "catalog.sqlite").exists() and not check_home(home):
         fail(f"no index at {home}: run `waypoint ingest PATH --index {home}` first")
+    context = click.get_current_context(silent=True)
+    command = context.info_name if context is not None and context.info_name else "cli"
     try:
-        return Store.open(settings, home=home)
-    except (StoreError, EmbeddingModelError) as exc:
+        store, degraded = open_checked_store(home, settings, command=command)
+    except (HomeError, StoreError, EmbeddingModelError) as exc:
         fail(str(exc))
+    for finding in degraded:
+        typer.echo(f"warning: {finding.line()}", err=True)
+    return store
 
 
 def _bar_progress(bar: Progress, task: TaskID) -> ProgressFn:
@@ -349,7 +360,8 @@ def delete(
 
 
 def reindex(index: IndexOption = None) -> None:
-    """Re-embed everything with the configured model into a new generation, then switch."""
+    """Re-embed everything with the configured model into a new generation, then switch;
+    the lexical index is rewritten from the catalog too (a deleted one is rebuilt)."""
     store = open_store(index, must_exist=True)
     try:
         with Progress(
@@ -362,9 +374,28 @@ def reindex(index: IndexOption = None) -> None:
         ) as bar:
             task = bar.add_task("reindex", total=max(1, store.corpus_size()))
             gen = store.reindex(progress=_bar_progress(bar, task))
+            lexical = rebuild_lexical(store)
     finally:
         store.close()
-    console.print(f"switched to generation {gen}")
+    console.print(f"switched to generation {gen}; lexical index rewritten ({lexical} records)")
+
+
+def rebuild_lexical(store: Store, batch: int = 512) -> int:
+    """Write every lexical record of the catalog into the lexical engine (same ids are
+    overwritten in place): the repair of a lexical index that was deleted or lost
+    records. Returns the number of records written."""
+    pending: list = []
+    written = 0
+    for record, _vector in store.catalog.iter_chunks():
+        if "lexical" in record.legs:
+            pending.append(record)
+        if len(pending) >= batch:
+            store.lexical.upsert(pending)
+            written, pending = written + len(pending), []
+    if pending:
+        store.lexical.upsert(pending)
+        written += len(pending)
+    return written
 
 
 def register(app: typer.Typer) -> None:

@@ -38,7 +38,17 @@ def serve(
     from api.logging import configure_logging
     from api.settings import ApiSettings
     from api.sources import SourcesFileError, load_sources_file
+    from api.startup_checks import (
+        HomeError,
+        fatal_line,
+        hand_over,
+        holder,
+        home_findings,
+        in_use_line,
+        open_store_explained,
+    )
     from api.tasks.store import TasksUrlError, check_tasks_url
+    from retrieval.store import StoreError
 
     try:
         settings = ApiSettings()
@@ -60,6 +70,16 @@ def serve(
         check_tasks_url(settings.resolved_tasks_url())
     except (AuthFileError, SourcesFileError, TasksUrlError) as exc:
         fail(str(exc))
+    # Each store of the home: a damaged one is one line naming the file and its repair,
+    # not a traceback from inside the server's start-up (a missing leg starts degraded).
+    findings = home_findings(settings.home, None, settings)
+    fatal = fatal_line(findings)
+    if fatal is not None:
+        fail(fatal)
+    if holder(settings.home) is not None:
+        fail(in_use_line(settings.home))
+    for finding in findings:
+        print(f"warning: {finding.line()}", file=sys.stderr)
     if not len(keys):
         # A service without keys answers 401 to every request: refuse to start, unless
         # in development, where it may run to look at /docs or /healthz.
@@ -77,6 +97,14 @@ def serve(
             )
         print(f"warning: {where}: every /v1 request gets 401 (--dev)", file=sys.stderr)
     configure_logging(settings.log_level, settings.log_json)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    try:
+        # Opened here, not in the server's lifespan: an index that does not open is one
+        # line naming it (and a lock held by another process names that process).
+        store = open_store_explained(settings.home, command="serve")
+    except (HomeError, StoreError) as exc:
+        fail(str(exc))
+    hand_over(settings.home, store, findings)  # the service's lifespan takes both over
     app = create_app(settings)
     if hasattr(signal, "SIGHUP"):
         # Re-read the auth file (its keys also reload within a second of a change to the
@@ -127,7 +155,8 @@ def mcp(
     from api.logging import configure_logging
     from api.mcp_server import build_mcp_server
     from api.settings import ApiSettings
-    from retrieval.store import Store, StoreError
+    from api.startup_checks import HomeError, open_checked_store
+    from retrieval.store import StoreError
 
     remote = transport == "http" and not is_loopback(host)
     if remote and not allow_remote:
@@ -152,10 +181,12 @@ def mcp(
     configure_logging(settings.log_level, settings.log_json)
     home = Path(index) if index is not None else settings.home
     try:
-        store = Store.open(home=home)
+        store, degraded = open_checked_store(home, command="mcp")
         server = build_mcp_server(store, caller)
-    except StoreError as exc:
+    except (HomeError, StoreError) as exc:
         fail(str(exc))
+    for finding in degraded:
+        print(f"warning: {finding.line()}", file=sys.stderr)
     try:
         if transport == "stdio":
             server.run("stdio")

@@ -5,19 +5,35 @@ from __future__ import annotations
 import sqlite3
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
 from api.app_version import VERSION
 from api.deps import ServicesDep
 from api.schemas import Health
+from api.startup_checks import degraded_checks
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=Health, operation_id="health")
-def health(services: ServicesDep) -> Health:
+@router.get(
+    "/healthz",
+    response_model=Health,
+    operation_id="health",
+    responses={
+        503: {
+            "model": Health,
+            "description": "Degraded: a store is missing or failing (not ready to serve)",
+        }
+    },
+)
+def health(services: ServicesDep, request: Request, response: Response) -> Health:
     checks: dict[str, str] = {}
     status: Literal["ok", "degraded"] = "ok"
+    # What the start-up checks found missing (a leg that would answer nothing).
+    degraded = degraded_checks(getattr(request.app.state, "degraded", []))
+    if degraded:
+        checks.update(degraded)
+        status = "degraded"
     try:
         services.tasks.count_active("-")
         checks["tasks"] = "ok"
@@ -28,4 +44,6 @@ def health(services: ServicesDep) -> Health:
     # index's size counts records that no caller, or only some, may read.
     rerank = getattr(getattr(services.store, "settings", None), "rerank_model", None)
     checks["rerank"] = "configured" if rerank else "skipped (no WAYPOINT_RERANK_MODEL)"
+    if status != "ok":
+        response.status_code = 503  # readiness: a balancer sends no traffic here
     return Health(status=status, version=VERSION, checks=checks)
