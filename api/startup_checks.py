@@ -130,8 +130,8 @@ def claim_home(home: Path, command: str) -> None:
     """Record this process as the holder of ``home`` (removed at :func:`release_home`
     or at exit). Best effort: a home that cannot be written is reported elsewhere."""
     path = Path(home) / HOLDER_FILE
-    if holder(home) is not None:
-        return  # shared (a server backend): the first holder keeps the file
+    # Overwritten: the embedded engines' locks are exclusive, so whoever opened them last
+    # holds them (a file left by an earlier in-process open names nobody useful).
     try:
         tmp = path.with_name(f".{HOLDER_FILE}.{os.getpid()}")
         tmp.write_text(json.dumps({"pid": os.getpid(), "command": command}))

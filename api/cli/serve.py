@@ -42,9 +42,7 @@ def serve(
         HomeError,
         fatal_line,
         hand_over,
-        holder,
         home_findings,
-        in_use_line,
         open_store_explained,
     )
     from api.tasks.store import TasksUrlError, check_tasks_url
@@ -76,8 +74,6 @@ def serve(
     fatal = fatal_line(findings)
     if fatal is not None:
         fail(fatal)
-    if holder(settings.home) is not None:
-        fail(in_use_line(settings.home))
     for finding in findings:
         print(f"warning: {finding.line()}", file=sys.stderr)
     if not len(keys):
