@@ -35,12 +35,15 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def open_store(index: Path | None, must_exist: bool = False) -> Store:
+def open_store(index: Path | None, must_exist: bool = False, in_use_raises: bool = False) -> Store:
     """The home's store after its start-up checks: a damaged home, or one another process
-    holds, is one line and exit 2; a missing leg is a warning line and the command runs."""
+    holds, is one line and exit 2; a missing leg is a warning line and the command runs.
+
+    ``in_use_raises``: a home held by another process raises :class:`HomeInUse` instead
+    (a command that can do with a read-only view of the catalog)."""
     import click
 
-    from api.startup_checks import HomeError, open_checked_store
+    from api.startup_checks import HomeError, HomeInUse, in_use_line, open_checked_store
     from retrieval.embedding import EmbeddingModelError
     from retrieval.health import check_home
     from retrieval.store import StoreError
@@ -53,6 +56,10 @@ def open_store(index: Path | None, must_exist: bool = False) -> Store:
     command = context.info_name if context is not None and context.info_name else "cli"
     try:
         store, degraded = open_checked_store(home, settings, command=command)
+    except HomeInUse:
+        if in_use_raises:
+            raise
+        fail(in_use_line(home))
     except (HomeError, StoreError, EmbeddingModelError) as exc:
         fail(str(exc))
     for finding in degraded:
@@ -314,12 +321,20 @@ def sources(
     index: IndexOption = None,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """List sources: records, documents, last sync, projects."""
-    store = open_store(index, must_exist=True)
+    """List sources: records, documents, last sync, projects.
+
+    Also on a home another process holds (`waypoint serve`): read from its catalog."""
+    from api.startup_checks import HomeInUse
+
     try:
-        infos = store.sources()
-    finally:
-        store.close()
+        store = open_store(index, must_exist=True, in_use_raises=True)
+    except HomeInUse:
+        infos = _catalog_sources(Path(index or RetrievalSettings().home))
+    else:
+        try:
+            infos = store.sources()
+        finally:
+            store.close()
     if json_out:
         print(json.dumps([i.__dict__ for i in infos], indent=2))
         return
@@ -338,6 +353,18 @@ def sources(
             ", ".join(i.projects) or "-",
         )
     console.print(table)
+
+
+def _catalog_sources(home: Path) -> list:
+    """The sources of ``home``'s catalog alone (SQLite: it is shared with the process
+    holding the engines)."""
+    from retrieval.catalog import Catalog
+
+    catalog = Catalog(home / "catalog.sqlite")
+    try:
+        return catalog.sources()
+    finally:
+        catalog.close()
 
 
 def delete(

@@ -113,9 +113,13 @@ def test_a_home_held_by_another_process_names_it(cli, home) -> None:
     held = qe.EdgeShard.load(str(shard))  # the WAL lock a running `serve` holds
     try:
         (home / HOLDER_FILE).write_text(json.dumps({"pid": other.pid, "command": "serve"}))
-        for args in (("search", "ledger"), ("ingest", str(home.parent)), ("sources",)):
+        for args in (("search", "ledger"), ("ingest", str(home.parent))):
             line = _one_error_line(cli(*args, "--index", str(home)))
             assert f"in use by process {other.pid} (waypoint serve)" in line, line
+        # What the catalog alone answers still works beside the holder.
+        res = cli("sources", "--index", str(home), "--json")
+        assert res.exit_code == 0, res.output
+        assert [s["name"] for s in json.loads(res.stdout)] == ["wiki"]
     finally:
         held.close()
         other.kill()
