@@ -107,13 +107,16 @@ def test_a_corrupt_dense_shard_is_one_line_naming_it(cli, home) -> None:
     assert str(shard) in line and "waypoint reindex" in line
 
 
-def test_a_home_held_by_another_process_names_it(cli, home) -> None:
+def test_a_home_held_by_another_process_names_it(cli, home, monkeypatch) -> None:
+    users = home.parent / "users.json"
+    users.write_text(json.dumps({"users": {"alice": {"groups": []}}}))
+    monkeypatch.setenv("WAYPOINT_USERS_FILE", str(users))
     (shard,) = (home / "dense").iterdir()
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     held = qe.EdgeShard.load(str(shard))  # the WAL lock a running `serve` holds
     try:
         (home / HOLDER_FILE).write_text(json.dumps({"pid": other.pid, "command": "serve"}))
-        for args in (("search", "ledger"), ("ingest", str(home.parent))):
+        for args in (("search", "ledger"), ("ingest", str(home.parent)), ("mcp", "--as", "alice")):
             line = _one_error_line(cli(*args, "--index", str(home)))
             assert f"in use by process {other.pid} (waypoint serve)" in line, line
         # What the catalog alone answers still works beside the holder.
