@@ -17,7 +17,7 @@ export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
 DEMO_QUESTION ?= Ticket OPS-142 reports a spike of ERR-4012 errors. Who leads the team that owns the affected service?
 say = @printf '\n==> %s\n' "$(1)"
 
-.PHONY: setup setup-demo demo test test-unit test-integration test-e2e lint bench clean help pydocs
+.PHONY: setup setup-demo demo test test-unit test-integration test-e2e lint bench clean help pydocs fuzz
 
 help:
 	@echo "make demo   venv + Python packages, ingest the sample corpus, answer a multi-hop question"
@@ -99,6 +99,31 @@ test-e2e: setup
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check retrieval tools graph api evalsets tests benchmarks
 	$(BIN)/mypy
+
+# Schema-driven fuzzing (schemathesis) of the HTTP API: a server on 127.0.0.1 with a
+# temporary home (the connectors' sample passages) and key file, a run bounded per
+# operation (FUZZ_EXAMPLES) and in time (FUZZ_SECONDS, the whole run). Fails on a server
+# error or a response that disagrees with the OpenAPI schema; the server log is kept on
+# failure. Runs in the temporary folder (schemathesis keeps its cache in the cwd).
+FUZZ_PORT ?= 8765
+FUZZ_EXAMPLES ?= 20
+FUZZ_SECONDS ?= 300
+fuzz: $(DEV_STAMP)
+	@set -uo pipefail; tmp=$$(mktemp -d); pid=; \
+	trap 'test -n "$$pid" && kill $$pid 2>/dev/null; wait 2>/dev/null; rm -rf $$tmp' EXIT; \
+	printf '{"keys": {"fuzz-key": {"user": "fuzz", "groups": ["eng"], "sync_sources": true, "webhook_secret": "whsec_ZnV6ei13ZWJob29rLXNlY3JldC0wMTIzNDU2Nzg5"}}}' > $$tmp/keys.json; \
+	$(BIN)/waypoint ingest tests/fixtures/connectors/passages.jsonl --source notes --project fuzz \
+	  --index $$tmp/home >/dev/null 2>&1; \
+	WAYPOINT_HOME=$$tmp/home WAYPOINT_AUTH_FILE=$$tmp/keys.json WAYPOINT_RATE_LIMIT_PER_MINUTE=100000 \
+	  WAYPOINT_RATE_LIMIT_BURST=100000 $(BIN)/waypoint serve --host 127.0.0.1 --port $(FUZZ_PORT) \
+	  > $$tmp/serve.log 2>&1 & pid=$$!; \
+	for i in $$(seq 180); do curl -sf -o /dev/null http://127.0.0.1:$(FUZZ_PORT)/healthz && break; sleep 1; done; \
+	(cd $$tmp && $(CURDIR)/$(BIN)/schemathesis run http://127.0.0.1:$(FUZZ_PORT)/openapi.json \
+	  -H 'Authorization: Bearer fuzz-key' --checks all --max-examples $(FUZZ_EXAMPLES) \
+	  --max-time $(FUZZ_SECONDS) --request-timeout 60 --workers 2 --seed 26); rc=$$?; \
+	log=$${TMPDIR:-/tmp}/waypoint-fuzz-serve.log; \
+	test $$rc -eq 0 || { cp $$tmp/serve.log $$log; echo "server log: $$log"; }; \
+	exit $$rc
 
 bench: setup
 	mkdir -p benchmarks/results
