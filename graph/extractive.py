@@ -11,6 +11,7 @@ from collections import Counter
 
 from graph.claims import neutralise_markers
 from graph.policies.base import Answer
+from graph.question import analyse
 from graph.short_answer import find_short_answer
 from graph.support import Support, assess_support
 from graph.text import QUESTION_WORDS, instruction_like, terms
@@ -90,6 +91,23 @@ def _depth(n: int, parent_of: dict[int, int]) -> int:
     return depth
 
 
+def _states_a_value(question: str, supports: list[Support]) -> bool:
+    """A question that asks for a number, a duration or a date is answered only by a
+    passage that writes one (a digit the question does not already hold): "how many bytes
+    does token_bytes return by default" is not answered by its signature."""
+    if analyse(question).answer_type not in {"number", "duration", "date"}:
+        return True
+    asked = {w.casefold() for w in _DIGIT_WORDS.findall(question)}
+    return any({w.casefold() for w in _DIGIT_WORDS.findall(s.sentence)} - asked for s in supports)
+
+
+_DIGIT_WORDS = re.compile(
+    r"\w*\d[\w.,]*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"dozen|hundred|thousand|million|billion|once|twice)\b",
+    re.IGNORECASE,
+)
+
+
 def superseded(supports: list[Support], evidence: list[Evidence]) -> list[Support]:
     """Two documents stating the same thing with different values (a policy and its
     replacement): the older document's statement is not support."""
@@ -150,6 +168,13 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
             extractive=True,
         )
     supports = superseded(verdict.supports, evidence)
+    if decided is None and not _states_a_value(question, supports):
+        return Answer(
+            text=f"{CANNOT_ANSWER} Missing: a passage that states the value asked for.",
+            answerable=False,
+            warnings=warnings,
+            extractive=True,
+        )
     found = decided or find_short_answer(question, evidence, supports)
     value = found.value if found else None
     if found is not None:

@@ -91,7 +91,8 @@ def ask_of(question: str) -> str:
 
 
 def analyse(question: str) -> QuestionShape:
-    ask = ask_of(question)
+    # "what's" asks as "what is" does.
+    ask = re.sub(r"\b(what|who|where|when|how)[’']s\b", r"\1 is", ask_of(question), flags=re.I)
     toks = words(ask)
     first = toks[0] if toks else ""
     options = choice_options(ask)

@@ -517,6 +517,9 @@ def _typed_after(kind: str, toks: list[str], start: int, own: set[str]) -> list[
             i = max(j, i + 1)
             continue
         if kind in {"number", "duration", "value"} and _NUM.match(bare):
+            if i > 0 and window[i - 1].casefold() == "version":
+                i += 1
+                continue  # "New in version 3.2" is a release, not a quantity
             unit = window[i + 1].strip(",.;:()").casefold() if i + 1 < len(window) else ""
             if kind == "duration":
                 if stem(unit) in _DURATION_UNITS:
@@ -533,6 +536,60 @@ def _typed_after(kind: str, toks: list[str], start: int, own: set[str]) -> list[
 
 # A value written as code or an identifier: `telematics.pings.v2`, lake-readers, 5432.
 _CODE_LIKE = re.compile(r"^`[^`]+`$|^[\w]+(?:[-_.:/][\w]+)+$|^\d+(?:\.\d+)+$|^\d+$")
+
+
+# "New in version 3.11.", "Added in version 3.2", "since 3.9": how documentation says when
+# a thing arrived.
+_ADDED = re.compile(
+    r"\b(?:new|added|introduced|available)\s+in\s+(?:version|release|v)?\s*(\d+(?:\.\d+)+)"
+    r"|\bsince\s+(?:version\s+)?(\d+(?:\.\d+)+)",
+    re.IGNORECASE,
+)
+_ARRIVAL = frozenset(
+    "added introduced new introduce get got arrive arrived appear appeared since".split()
+)
+
+
+def _asks_version(question: str) -> bool:
+    """ "When was tomllib added?", "which version introduced X?", "since which version...":
+    the answer is the release that brought it."""
+    toks = set(words(question))
+    return bool(toks & _ARRIVAL) and bool(toks & {"when", "version", "release", "since"})
+
+
+def _version_added(
+    question: str, evidence: list[Evidence], supports: list[Support]
+) -> Found | None:
+    """The release a passage about the question's subject says the subject arrived in:
+    the note nearest after the subject's name, in the best-ranked passage naming it."""
+    idents = [m.group(0).strip("`") for m in _IDENTIFIER.finditer(question)]
+    # "itertools.pairwise" is written "pairwise" in its own section
+    names = idents + [i.rsplit(".", 1)[-1] for i in idents if "." in i] + key_terms(question)
+    asked = [t for t in terms(question) if t not in _ARRIVAL and t not in _WH_WORDS]
+    order = [s.index for s in sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index))]
+    order += [n for n in range(1, len(evidence) + 1) if n not in order]
+    for n in order[:5]:
+        text = evidence[n - 1].text
+        low = f"{evidence[n - 1].title} {text}".casefold()
+        # The subject: a name the question writes as one, else a question word the
+        # page's title holds ("when was tomllib added": the page titled "tomllib — ...").
+        title_terms = set(terms(evidence[n - 1].title))
+        if not any(name.casefold() in low for name in names) and not (
+            not names and title_terms & set(asked)
+        ):
+            continue
+        notes = [(m.start(), m.group(1) or m.group(2)) for m in _ADDED.finditer(text)]
+        if not notes:
+            continue
+        # The note that follows the subject's own mention (a section lists several APIs,
+        # each with its note after its description).
+        # The most specific name the passage writes ("itertools.pairwise" over "itertools").
+        found = [text.casefold().find(x.casefold()) for x in sorted(names, key=len, reverse=True)]
+        spot = next((p for p in found if p >= 0), 0)
+        after = [(pos, v) for pos, v in notes if pos >= spot]
+        pos, version = (after or notes)[0]
+        return Found(version, [(n, _sentence_with(text, version))])
+    return None
 
 
 def _named_value(
@@ -587,6 +644,8 @@ def wh_answer(
     shape: QuestionShape, question: str, evidence: list[Evidence], supports: list[Support]
 ) -> Found | None:
     kind = shape.answer_type
+    if _asks_version(question):
+        return _version_added(question, evidence, supports)
     if kind == "entity" and shape.kind and _IDENTIFIER.search(question):
         # Technical questions (they name a setting, symbol or ticket) get technical values.
         return _named_value(shape, question, evidence, supports)

@@ -159,7 +159,7 @@ def chain_context(evidence: list[Evidence], question: str) -> tuple[list[set[str
             parent = by_id.get(p.parent or "")
             if parent is None or parent.doc_id == e.doc_id:
                 continue
-            if p.tool == "lookup_entity" or _linked(e, parent, question):
+            if p.tool in {"lookup_entity", "get_links"} or _linked(e, parent, question):
                 parents.setdefault(e.id, set()).add(parent.id)
         # A planner that records no parent (the LLM's) still followed a mention when a
         # page named in an earlier round's passage was opened in a later round.
@@ -201,6 +201,11 @@ def _stated_types(sentence: str, kinds: set[str]) -> set[str]:
     return out
 
 
+def _unsupported(parts: QuestionParts, supports: list[Support]) -> bool:
+    covered = set().union(*(s.keys for s in supports)) if supports else set()
+    return not supports or any(k not in covered for k in parts.keys)
+
+
 def assess_support(
     question: str, evidence: list[Evidence], parts: QuestionParts | None = None
 ) -> Verdict:
@@ -209,7 +214,9 @@ def assess_support(
     anchors = set(parts.keys) | set(parts.constraints) | kinds
     contexts, linked = chain_context(evidence, question)
     supports: list[Support] = []
-    fetched = False
+    # Sentences with the question's subject that fall short on exact words only: asked
+    # again with paraphrase when exact words support no answer.
+    pending: list[tuple[Support, set[str], list[bool], int]] = []
     for n, (e, ctx) in enumerate(zip(evidence, contexts, strict=True), start=1):
         frame = set(terms(f"{e.title} {_heading(e)}"))
         # On a page reached by following a mention, a sentence about the page's subject
@@ -225,25 +232,30 @@ def assess_support(
                 continue  # not about the question at all
             full = own | ctx
             keys = {k for k in parts.keys if k in full}
+            if parts.keys and not keys:
+                continue
             # An answer-type word stated with a value counts as one more thing covered.
             stated = len(_stated_types(sent, kinds))
             need = len(parts.constraints) + stated
             met = [t in full for t in parts.constraints]
             cov = (sum(met) + stated) / need if need else 1.0
-            if cov < MIN_CONSTRAINT_COVERAGE and keys:
-                # Paraphrase: "woman" is met by "actress", "team" by "group".
-                if not fetched:  # every word of the evidence in one batch, once
-                    prefetch([*parts.constraints, *set().union(*(terms(x.text) for x in evidence))])
-                    fetched = True
-                near = own | frame
-                met = [m or related(t, near) for t, m in zip(parts.constraints, met, strict=True)]
-                cov = (sum(met) + stated) / need
             direct = (
                 (sum(t in own | frame for t in parts.constraints) + stated) / need if need else 1.0
             )
-            if cov < MIN_CONSTRAINT_COVERAGE or (parts.keys and not keys):
-                continue
-            supports.append(Support(n, sent, i, cov, keys, direct))
+            support = Support(n, sent, i, cov, keys, direct)
+            if cov >= MIN_CONSTRAINT_COVERAGE:
+                supports.append(support)
+            elif keys:
+                pending.append((support, own | frame, met, stated))
+    if pending and _unsupported(parts, supports):
+        # Paraphrase: "woman" is met by "actress", "team" by "group" (one batch of words).
+        prefetch([*parts.constraints, *set().union(*(near for _, near, _, _ in pending))])
+        for support, near, met, stated in pending:
+            met = [m or related(t, near) for t, m in zip(parts.constraints, met, strict=True)]
+            support.coverage = (sum(met) + stated) / (len(parts.constraints) + stated)
+            if support.coverage >= MIN_CONSTRAINT_COVERAGE:
+                supports.append(support)
+        supports.sort(key=lambda x: (x.index, x.order))
     covered_keys = set().union(*(s.keys for s in supports)) if supports else set()
     missing_keys = [k for k in parts.keys if k not in covered_keys]
     supported = bool(supports) and not missing_keys

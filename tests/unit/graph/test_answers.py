@@ -353,3 +353,26 @@ def test_support_tolerates_paraphrase_but_still_needs_the_subject() -> None:
     assert assess_support(q, [film, temple]).supported
     # without the page that ties the actress to the film, the subject is not bound
     assert not assess_support(q, [temple.model_copy(update={"provenance": []})]).supported
+
+
+def test_when_was_it_added_reads_the_release_note_after_its_name() -> None:
+    page = ev(
+        "d:itertools",
+        "itertools — Functions creating iterators",
+        "itertools.accumulate(iterable) Make an iterator. New in version 3.2. "
+        "itertools.pairwise(iterable) Return successive overlapping pairs. New in version 3.10.",
+    )
+    q = "which python version introduced itertools.pairwise?"
+    got = find_short_answer(q, [page], assess_support(q, [page]).supports)
+    assert got is not None and got.value == "3.10"
+
+
+def test_a_number_question_is_refused_when_no_passage_writes_a_number() -> None:
+    page = ev(
+        "d:secrets", "secrets", "secrets.token_bytes([nbytes=None]) Return a random byte string."
+    )
+    answer = extractive_answer("how many bytes does secrets.token_bytes return by default?", [page])
+    assert not answer.answerable
+    page = ev("d:secrets", "secrets", "secrets.token_bytes returns 32 bytes by default.")
+    answer = extractive_answer("how many bytes does secrets.token_bytes return by default?", [page])
+    assert answer.answerable and "32" in answer.text
