@@ -24,7 +24,7 @@ from retrieval.settings import RetrievalSettings
 log = logging.getLogger(__name__)
 
 # Cosine of two single words' vectors above which one may stand for the other.
-RELATED = 0.55
+RELATED = 0.58
 _MAX_WORDS = 50_000  # vectors kept per process (a corpus's vocabulary, not its text)
 _lock = threading.Lock()
 _vectors: dict[str, Any] = {}
