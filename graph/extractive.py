@@ -14,8 +14,9 @@ from graph.policies.base import Answer
 from graph.question import analyse
 from graph.short_answer import find_short_answer
 from graph.support import Support, assess_support
-from graph.text import QUESTION_WORDS, instruction_like, terms
+from graph.text import QUESTION_WORDS, instruction_like, sentences, terms
 from tools.evidence import Evidence
+from tools.titles import base_title
 
 CANNOT_ANSWER = "I can't answer this from the available sources."
 NO_SUPPORTED_CLAIM = "No statement of the answer is supported by the passages it cites."
@@ -55,8 +56,22 @@ def quote(sentence: str, q_terms: set[str], value: str | None = None) -> str:
     return max(body, key=score)
 
 
+def _closest_sentence(text: str, question: str) -> str | None:
+    q = set(terms(question))
+    scored = [
+        (len(q & set(terms(x))), -i, x)
+        for i, x in enumerate(sentences(text))
+        if not instruction_like(x) and set(terms(x)) - q
+    ]
+    best = max(scored, default=None)
+    return best[2] if best and best[0] > 0 else None
+
+
 def _with_chain(
-    picked: list[tuple[int, str]], evidence: list[Evidence], supports: list[Support]
+    picked: list[tuple[int, str]],
+    evidence: list[Evidence],
+    supports: list[Support],
+    question: str,
 ) -> list[tuple[int, str]]:
     """A passage reached by following a mention is cited with the passage that named it
     (and the other way round): the chain is the answer's support ("the runbook names
@@ -75,9 +90,21 @@ def _with_chain(
     chosen = dict(picked)
     for n in list(chosen):
         linked = [m for m, p in parent_of.items() if p == n] + [parent_of.get(n, 0)]
+        # a page the quoted sentence names ("Owner: Payments team" -> the Payments team page)
+        said = chosen[n].casefold()
+        named = [
+            m
+            for m, e in enumerate(evidence, start=1)
+            if m != n and len(base_title(e.title)) >= 3 and base_title(e.title).casefold() in said
+        ]
         for m in linked:
             if m and m not in chosen and m in best:
                 chosen[m] = best[m]
+        for m in named:
+            # the named page's sentence that speaks to the question (its next hop)
+            line = best.get(m) or _closest_sentence(evidence[m - 1].text, question)
+            if m not in chosen and line:
+                chosen[m] = line
     order = sorted(chosen, key=lambda n: (_depth(n, parent_of), n))
     return [(n, chosen[n]) for n in order]
 
@@ -191,7 +218,7 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
                 break  # cite what states the answer, not every passage that touches it
             if all(sup.index != n for n, _ in picked):
                 picked.append((sup.index, sup.sentence))
-        picked = _with_chain(picked, evidence, supports)
+        picked = _with_chain(picked, evidence, supports, question)
         picked.sort()
     q_terms = set(terms(question))
     lines = [f"{neutralise_markers(quote(sent, q_terms, value))} [{n}]" for n, sent in picked]

@@ -376,3 +376,12 @@ def test_a_number_question_is_refused_when_no_passage_writes_a_number() -> None:
     page = ev("d:secrets", "secrets", "secrets.token_bytes returns 32 bytes by default.")
     answer = extractive_answer("how many bytes does secrets.token_bytes return by default?", [page])
     assert answer.answerable and "32" in answer.text
+
+
+def test_a_page_the_quoted_sentence_names_is_quoted_as_the_next_hop() -> None:
+    owner = ev(
+        "c:l", "ledger-service", "ledger-service posts payouts. Owner: Payments team (#pay)."
+    )
+    team = ev("w:p", "Payments team", "The team runs payouts. Dana Okafor: team lead, Rotterdam.")
+    answer = extractive_answer("Who leads the team that owns ledger-service?", [owner, team])
+    assert answer.answerable and "Dana Okafor" in answer.text
