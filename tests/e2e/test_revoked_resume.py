@@ -25,7 +25,12 @@ def test_tasks_resumed_after_a_revocation_do_not_use_the_revoked_page(
 ) -> None:
     home = tmp_path / "home"
     shutil.copytree(built_index, home)
-    srv = Server(home, tmp_path, WAYPOINT_TASK_WORKERS="2").start()
+    # Polled every 10 ms across four tasks: far above the default per-key rate limit.
+    unlimited = {
+        "WAYPOINT_RATE_LIMIT_PER_MINUTE": "1000000",
+        "WAYPOINT_RATE_LIMIT_BURST": "1000000",
+    }
+    srv = Server(home, tmp_path, WAYPOINT_TASK_WORKERS="2", **unlimited).start()
     try:
         with srv.client() as c:
             tasks = [
@@ -39,7 +44,9 @@ def test_tasks_resumed_after_a_revocation_do_not_use_the_revoked_page(
 
             def found_it() -> bool:  # a task running with evidence in its pool
                 for t in tasks:
-                    got = c.get(f"/v1/tasks/{t['id']}", headers=HANA).json()
+                    r = c.get(f"/v1/tasks/{t['id']}", headers=HANA)
+                    assert r.status_code == 200, r.text
+                    got = r.json()
                     if got["status"] == "running" and got["progress"]["evidence"] > 0:
                         return True
                 return False
@@ -53,7 +60,7 @@ def test_tasks_resumed_after_a_revocation_do_not_use_the_revoked_page(
     assert "running" in {status for _, status in rows}, "no task was running at the kill"
     unfinished = [task_id for task_id, _ in rows]
 
-    again = Server(home, tmp_path, WAYPOINT_TASK_WORKERS="2")  # writes keys.json: KEYS
+    again = Server(home, tmp_path, WAYPOINT_TASK_WORKERS="2", **unlimited)  # keys.json: KEYS
     again.port, again.base = srv.port, srv.base
     # The revocation the restart applies: hana's key loses the hr group.
     keys: dict[str, Any] = json.loads(json.dumps(KEYS))
