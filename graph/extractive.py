@@ -165,19 +165,6 @@ def term_weights(question: str, evidence: list[Evidence]) -> dict[str, float]:
     return {t: math.log(1 + n / (1 + df[t])) + 0.1 for t in q}
 
 
-def coverage(
-    question: str, evidence: list[Evidence], q: list[str] | None = None
-) -> tuple[float, list[str]]:
-    q = salient_terms(question) if q is None else q
-    if not q:
-        return 1.0, []
-    have: set[str] = set()
-    for e in evidence:
-        have.update(terms(f"{e.title} {e.text}"))
-    missing = [t for t in q if t not in have]
-    return 1 - len(missing) / len(q), missing
-
-
 def extractive_answer(question: str, evidence: list[Evidence], note: str | None = None) -> Answer:
     warnings = [note] if note else []
     # Faithfulness, not overlap: some sentence, read with its page and its chain, must

@@ -3,9 +3,8 @@
 The support check asks whether a passage states what the question asks about. A person
 who asks about a "team" accepts a page about a "group"; "woman" is met by "actress",
 "company" by "firm". Exact stems miss those; the bundled sentence-transformers model,
-asked about single words, scores such pairs far above unrelated ones (team/group 0.65,
-company/firm 0.70, city/town 0.77 against version/cluster 0.22, fee/password 0.28), so a
-word counts as met when some word of the passage is that close to it.
+asked about single words, scores such pairs well above unrelated ones, so a word counts
+as met when some word of the passage is that close to it.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def analyse(question: str) -> QuestionShape:
     if first in _AUX and len(options) < 2:
         shape = QuestionShape("yesno", options=options or _subjects(ask))
         shape.same = bool({"same", "both", "different", "either"} & set(toks))
-        skip = set().union(*(option_terms(o) for o in shape.options)) if shape.options else set()
+        skip = options_terms(shape.options)
         shape.attribute = _after(toks, ("same", "different"), skip) or _after(toks, ("both",), skip)
         if event:
             shape.event, shape.direction = event, direction
@@ -304,3 +304,8 @@ def _leading_name(text: str, parallel: int) -> str:
 
 def option_terms(option: str) -> set[str]:
     return set(terms(option))
+
+
+def options_terms(options: list[str]) -> set[str]:
+    """Every term the options name (a question's other words are what it asks about)."""
+    return set().union(*(option_terms(o) for o in options)) if options else set()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from graph.question import EVENTS, QuestionShape, analyse, ask_of, option_terms
+from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
 from graph.support import Support, chain_context
 from graph.text import STOPWORDS, key_terms, sentences, stem, terms, words
 from tools.evidence import Evidence
@@ -235,7 +235,7 @@ def _value_of(
 
 
 def _quantity_nouns(question: str, shape: QuestionShape) -> set[str]:
-    skip = set().union(*(option_terms(o) for o in shape.options)) if shape.options else set()
+    skip = options_terms(shape.options)
     toks = words(question)
     out: set[str] = set()
     for i, t in enumerate(toks):
@@ -284,7 +284,7 @@ def _choose_by_property(
     """ "Which novelist was German, X or Y?": the option whose own page states the asked
     property (all of the question's other words), when the other's page does not."""
     options = [_expand(opt, question, evidence) for opt in shape.options]
-    skip = set().union(*(option_terms(o) for o in options)) | set(shape.kind)
+    skip = options_terms(options) | set(shape.kind)
     prop = [t for t in terms(ask_of(question)) if t not in skip and t not in _WH_WORDS]
     if not prop:
         return None
@@ -396,7 +396,7 @@ def _class_terms(question: str, shape: QuestionShape) -> list[str]:
     if not m:
         return []
     tail = [stem(w) for w in words(m.group(1)) if w not in STOPWORDS and w not in _AUX_WORDS]
-    skip = set().union(*(option_terms(o) for o in shape.options)) if shape.options else set()
+    skip = options_terms(shape.options)
     if not tail or set(tail) & skip or len(tail) > 3 or any(_verb_or_number(t) for t in tail):
         return []  # "both X and Y …": the options, not a class
     return tail
