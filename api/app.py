@@ -19,6 +19,7 @@ from api.auth import KeyRing, RateLimiter
 from api.deps import Services
 from api.errors import error_response, install_error_handlers
 from api.logging import request_id_var
+from api.openapi import install_openapi
 from api.settings import ApiSettings
 from api.sources import SourceSync, load_sources_file
 from api.startup_checks import (
@@ -266,6 +267,7 @@ def create_app(
         generate_unique_id_function=_operation_id,
     )
     install_error_handlers(app)
+    install_openapi(app)
     from api.routers import answers, health, runs, search, sources, tasks, ui
 
     for module in (health, answers, tasks, runs, search, sources, ui):

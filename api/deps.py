@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.auth import KeyRing, Principal, RateLimiter, retry_after_header
 from api.errors import ApiError
@@ -43,10 +44,24 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def require_principal(request: Request, services: ServicesDep) -> Principal:
-    header = request.headers.get("authorization", "")
-    scheme, _, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
+# The OpenAPI security scheme of every route that needs a key (the Authorize button of
+# /docs, and the auth of generated clients). Its own errors are off: a missing or malformed
+# header gets this API's error body, below.
+bearer_scheme = HTTPBearer(
+    scheme_name="ApiKey",
+    bearerFormat="opaque API key",
+    description="An API key of the auth file (WAYPOINT_AUTH_FILE): `Authorization: Bearer <key>`",
+    auto_error=False,
+)
+
+
+def require_principal(
+    request: Request,
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Principal:
+    key = credentials.credentials if credentials is not None else ""
+    if not key.strip():
         raise ApiError(
             401,
             "unauthorized",

@@ -21,6 +21,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+# An absolute http(s) URL with a host: what api.webhooks.check_destination accepts before
+# it resolves the host.
+WEBHOOK_URL_PATTERN = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#]+([/?#]\S*)?$"
+
 PROJECT_DESCRIPTION = (
     "Scope; default: the key's project. A project that does not exist and one holding "
     "nothing this key may read are refused alike (422 unknown_project)"
@@ -28,6 +32,15 @@ PROJECT_DESCRIPTION = (
 
 
 class AnswerRequest(_Strict):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"question": "Who leads the team that owns the service behind OPS-142?"},
+                {"question": "When was the retry budget added?", "mode": "hybrid"},
+            ]
+        }
+    )
+
     question: str = Field(min_length=1, description="The question (length capped by the server)")
     project: str | None = Field(
         default=None, max_length=MAX_NAME_CHARS, description=PROJECT_DESCRIPTION
@@ -45,8 +58,26 @@ class AnswerRequest(_Strict):
 
 
 class TaskRequest(AnswerRequest):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "question": "Which team owns the service behind last month's outage?",
+                    "max_rounds": 4,
+                    "webhook_url": "https://hooks.example.com/waypoint",
+                },
+            ]
+        }
+    )
+
     webhook_url: str | None = Field(
-        default=None, max_length=2_000, description="POSTed the signed result when done"
+        default=None,
+        min_length=1,
+        max_length=2_000,
+        pattern=WEBHOOK_URL_PATTERN,
+        description="POSTed the signed result when the task ends (the task.finished webhook). "
+        "Refused (422) unless it resolves to a globally routable address, or the key has no "
+        "webhook_secret",
     )
 
 
@@ -77,7 +108,9 @@ class WebhookState(BaseModel):
     deliveries: list[WebhookDelivery] = Field(default_factory=list)
 
 
-class Task(BaseModel):
+class TaskSnapshot(BaseModel):
+    """A task as a webhook carries it: everything but its webhook's own state."""
+
     id: str
     status: TaskStatus
     question: str
@@ -91,8 +124,19 @@ class Task(BaseModel):
     progress: TaskProgress = Field(default_factory=TaskProgress)
     result: ResearchResult | None = None
     error: ErrorDetail | None = None
-    webhook: WebhookState | None = None
     resumed: int = Field(default=0, description="times the run resumed from its checkpoint")
+
+
+class Task(TaskSnapshot):
+    webhook: WebhookState | None = None
+
+
+class WebhookEvent(BaseModel):
+    """The body of the ``task.finished`` webhook."""
+
+    type: Literal["task.succeeded", "task.failed", "task.cancelled"]
+    timestamp: str = Field(description="when the body was built, ISO 8601 UTC")
+    data: TaskSnapshot
 
 
 class TaskList(BaseModel):
