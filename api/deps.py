@@ -123,10 +123,12 @@ def resolve_caller(
 
 
 def check_scope(services: Services, groups: list[str], project: str | None, field: str) -> Any:
-    """Build the caller's engine filter; an unknown project is the caller's mistake (422).
+    """Build the caller's engine filter; an unknown project is not found (404), as a task
+    or run of another user is.
 
     A project that exists but holds no document the caller may read gets the very same
-    answer: telling the two apart would let any key list the projects of others.
+    answer: telling the two apart would let any key list the projects of others. Not 422:
+    the request is well formed (any name is), what it names is absent.
     """
     from retrieval.store import StoreError
 
@@ -141,7 +143,7 @@ def check_scope(services: Services, groups: list[str], project: str | None, fiel
 
 def unknown_project(project: str | None, field: str) -> ApiError:
     return ApiError(
-        422,
+        404,
         "unknown_project",
         f"unknown project {project!r}: it does not exist or holds nothing this key may read",
         field=field,

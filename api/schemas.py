@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.errors import ErrorDetail
 from graph.models import ResearchResult, RunOptions, TraceEvent
-from retrieval.search_models import MAX_NAME_CHARS, SearchOptions
+from retrieval.search_models import MAX_LEG_TIMEOUT_S, MAX_NAME_CHARS, SearchOptions
+
+MIN_LEG_TIMEOUT_S = 0.1
 
 
 class _Strict(BaseModel):
@@ -21,13 +23,17 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
-# An absolute http(s) URL with a host: what api.webhooks.check_destination accepts before
-# it resolves the host.
-WEBHOOK_URL_PATTERN = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#]+([/?#]\S*)?$"
+# An absolute http(s) URL: user info, a host name or IPv4 address (ASCII), a port,
+# then anything. What api.webhooks.check_destination accepts before it looks the host up.
+_PORT = "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+WEBHOOK_URL_PATTERN = (
+    r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9._~%!$&'()*+,;=:-]+@)?[A-Za-z0-9._~-]+"
+    rf"(:{_PORT})?([/?#]\S*)?$"
+)
 
 PROJECT_DESCRIPTION = (
     "Scope; default: the key's project. A project that does not exist and one holding "
-    "nothing this key may read are refused alike (422 unknown_project)"
+    "nothing this key may read are refused alike (404 unknown_project)"
 )
 
 
@@ -186,11 +192,26 @@ class RunTrace(BaseModel):
 
 
 class SearchRequest(SearchOptions):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
     query: str = Field(min_length=1, description="The query (length capped by the server)")
     project: str | None = Field(
         default=None, max_length=MAX_NAME_CHARS, description=PROJECT_DESCRIPTION
+    )
+    # Strict: an RFC 3339 string only, as the schema's date-time format says (a number is
+    # no time here, though the library's lax mode reads it as epoch seconds).
+    time_from: datetime | None = Field(default=None, strict=True)
+    time_to: datetime | None = Field(default=None, strict=True)
+    # No engine answers in less: a smaller timeout only fails every leg.
+    leg_timeout_s: float = Field(default=30.0, ge=MIN_LEG_TIMEOUT_S, le=MAX_LEG_TIMEOUT_S)
+
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        json_schema_extra={
+            "examples": [
+                {"query": "OPS-142 owner", "k": 5},
+                {"query": "retry budget", "legs": ["lexical"], "time_from": "2026-01-01T00:00:00Z"},
+            ]
+        },
     )
 
 

@@ -150,7 +150,10 @@ async def check_destination(url: str, allow_private: bool) -> Destination:
     again to connect would let a name answer a public address to the check and a private
     one to the connection (DNS rebinding).
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # e.g. a netloc with characters that normalise to '/' or '@'
+        raise WebhookUrlError("webhook_url is not a valid URL") from exc
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookUrlError("webhook_url must be an absolute http(s) URL")
     try:

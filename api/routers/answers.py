@@ -13,6 +13,7 @@ from sse_starlette import ServerSentEvent
 
 from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
 from api.errors import ApiError, error_responses
+from api.event_models import ANSWER_STREAM, sse_item_schema
 from api.events import done_data, run_failed_data, sse_event, sse_response
 from api.logging import bound, run_id_var
 from api.schemas import AnswerRequest
@@ -29,12 +30,12 @@ router = APIRouter(prefix="/v1", tags=["answers"])
     operation_id="create_answer",
     response_model=ResearchResult,
     responses={
-        **error_responses(400, 401, 413, 422, 429, 504),
+        **error_responses(400, 401, 404, 413, 422, 429, 503, 504),
         200: {
             "description": "The final result (JSON), or with `Accept: text/event-stream` a "
             "stream: metadata, plan, tool_call, tool_result, evidence, round, token, "
             "citation, then done or error; every event has an increasing id.",
-            "content": {"text/event-stream": {}},
+            "content": {"text/event-stream": {"itemSchema": sse_item_schema(ANSWER_STREAM)}},
         },
     },
 )

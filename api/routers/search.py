@@ -13,8 +13,9 @@ from api.schemas import SearchRequest
 from retrieval.search_models import SearchOptions, SearchResult
 
 router = APIRouter(prefix="/v1", tags=["search"])
-# 400: a body that is not JSON (malformed_json); 500: an engine failed (engine_error).
-_ERRORS = error_responses(400, 401, 413, 422, 429, 500, 503)
+# 400: a body that is not JSON (malformed_json); 404: an unknown project; 500: an engine
+# failed (engine_error); 503: no search leg answered, or the service is starting.
+_ERRORS = error_responses(400, 401, 404, 413, 422, 429, 500, 503)
 
 
 @router.post("/search", response_model=SearchResult, operation_id="search", responses=_ERRORS)

@@ -11,10 +11,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
+from pydantic import WithJsonSchema
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
 from api.errors import ApiError, error_responses, not_found
+from api.event_models import TASK_STREAM, sse_response_doc
 from api.events import sse_event, sse_response
 from api.logging import run_id_var, task_id_var
 from api.schemas import TERMINAL, Task, TaskList, TaskRequest
@@ -24,6 +26,7 @@ log = logging.getLogger("waypoint.api.tasks")
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
 # "<created_at>:<task id>", as list_tasks returns it in next_cursor (a plain decimal time:
 # "inf", "nan" or "1e400" are no cursor).
+LAST_EVENT_ID_PATTERN = "^[0-9]+$"
 CURSOR_PATTERN = r"^[0-9]+(\.[0-9]+)?:[A-Za-z0-9_-]+$"
 
 
@@ -37,7 +40,7 @@ def _request_hash(body: TaskRequest) -> str:
     status_code=202,
     response_model=Task,
     operation_id="create_task",
-    responses=error_responses(400, 401, 409, 413, 422, 429),
+    responses=error_responses(400, 401, 404, 409, 413, 422, 429, 503),
 )
 async def create_task(
     body: TaskRequest,
@@ -181,13 +184,16 @@ async def cancel_task(task_id: str, principal: PrincipalDep, services: ServicesD
 @router.get(
     "/{task_id}/events",
     operation_id="task_events",
+    response_class=EventSourceResponse,  # the stream alone: no JSON body documented
     responses={
-        **error_responses(401, 404, 422),
-        200: {
-            "description": "SSE: replay from the start (or after Last-Event-ID), "
-            "then live until the task ends",
-            "content": {"text/event-stream": {}},
-        },
+        **error_responses(401, 404, 422, 429),
+        200: sse_response_doc(
+            TASK_STREAM,
+            "The task's events as server-sent events: its stored events from the start (or "
+            "after Last-Event-ID), then live until it ends with `done` or `error`. Each "
+            "event's `data` is the stored event: the run's steps between `metadata` and the "
+            "closing event.",
+        ),
     },
 )
 async def task_events(
@@ -196,9 +202,11 @@ async def task_events(
     services: ServicesDep,
     last_event_id: Annotated[
         str | None,
+        # A header is a string or absent, never null: the schema says only the string.
+        WithJsonSchema({"type": "string", "pattern": LAST_EVENT_ID_PATTERN, "maxLength": 18}),
         Header(
             max_length=18,  # below 2^63: the stores compare it as a 64-bit integer
-            pattern="^[0-9]+$",
+            pattern=LAST_EVENT_ID_PATTERN,
             description="resume after this event id (the id of the last event received)",
         ),
     ] = None,

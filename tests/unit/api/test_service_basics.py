@@ -66,9 +66,9 @@ async def test_malformed_json_is_400(client: httpx.AsyncClient) -> None:
     assert r.json()["error"]["code"] == "malformed_json"
 
 
-async def test_unknown_project_is_422_on_project(client: httpx.AsyncClient) -> None:
+async def test_unknown_project_is_404_on_project(client: httpx.AsyncClient) -> None:
     r = await client.post("/v1/answers", json={"question": "q", "project": "nope"}, headers=AUTH_A)
-    assert r.status_code == 422
+    assert r.status_code == 404
     assert r.json()["error"]["field"] == "project"
 
 
