@@ -20,6 +20,7 @@ from api.deps import Services
 from api.errors import error_response, install_error_handlers
 from api.logging import request_id_var
 from api.openapi import install_openapi
+from api.routers.metrics import metrics_router
 from api.settings import ApiSettings
 from api.sources import SourceSync, load_sources_file
 from api.startup_checks import (
@@ -33,6 +34,7 @@ from api.startup_checks import (
 )
 from api.tasks.store import TaskStore
 from api.tasks.workers import ChangeFeed, WorkerPool
+from api.telemetry import HttpMetrics, TelemetrySettings, TracedResearcher, instrument
 from api.webhooks import WebhookSender
 from retrieval.engines.base import is_engine_panic
 from retrieval.health import Finding
@@ -182,6 +184,7 @@ async def build_services(settings: ApiSettings, store: Any = None) -> Services:
 def assemble(
     settings: ApiSettings, keys: KeyRing, store: Any, researcher: Any, tasks: TaskStore
 ) -> Services:
+    researcher = TracedResearcher(researcher)  # runs as spans and in the run metrics
     feed = ChangeFeed()
     sender = WebhookSender(
         timeout_s=settings.webhook_timeout_s,
@@ -275,6 +278,11 @@ def create_app(
     # Added first, so it runs inside the request context (its 500 carries the request id).
     app.add_middleware(NativeErrorGuard)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    scrape = metrics_router(TelemetrySettings())
+    if scrape is not None:
+        app.include_router(scrape)
+    app.add_middleware(HttpMetrics)  # outermost of ours: a refused request is counted too
+    instrument(app)
     return app
 
 

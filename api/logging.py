@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tools.telemetry import current_trace_id
+
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "waypoint_request_id", default=None
 )
@@ -31,12 +33,15 @@ _STANDARD_ATTRS = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", 
 
 
 class ContextFilter(logging.Filter):
-    """Copies the current request/run/task ids onto every record."""
+    """Copies the current request/run/task ids onto every record, and the trace id of the
+    current span when tracing is on (a log line then leads to its trace)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         for name, var in _CONTEXT_VARS.items():
             if not hasattr(record, name):
                 setattr(record, name, var.get())
+        if not hasattr(record, "trace_id"):
+            record.trace_id = current_trace_id()
         return True
 
 

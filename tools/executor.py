@@ -25,6 +25,7 @@ from tenacity import (
 from tools.catalog import Catalog, SearchArgs, ToolOutput, search_knowledge
 from tools.context import ToolContext
 from tools.evidence import Evidence, Provenance
+from tools.telemetry import record_tool_call, tool_span
 
 
 class TransientToolError(Exception):
@@ -111,15 +112,36 @@ class ToolExecutor:
             ctx.embed_ahead([*queries, *also])
 
     async def _one(self, call: ToolCall, ctx: ToolContext, round_no: int) -> CallOutcome:
+        # A name the planner made up is labelled as such: metric labels stay bounded.
+        tool = call.tool if call.tool in self.catalog else "unknown"
+        with tool_span(tool, round_no) as span:
+            outcome, error_type = await self._outcome(call, ctx, round_no)
+            record_tool_call(
+                span,
+                tool,
+                error_type=error_type,
+                error=outcome.error,
+                warnings=len(outcome.warnings),
+                attempts=outcome.attempts,
+                seconds=outcome.duration_ms / 1000,
+                evidence=len(outcome.evidence),
+            )
+        return outcome
+
+    async def _outcome(
+        self, call: ToolCall, ctx: ToolContext, round_no: int
+    ) -> tuple[CallOutcome, str | None]:
+        """The call's outcome, and the kind of its failure (None when it succeeded)."""
         started = time.perf_counter()
         outcome = CallOutcome(call=call)
+        error_type: str | None = None
         try:
             spec = self.catalog.get(call.tool)
             args = spec.args_model.model_validate(call.args)
         except (KeyError, ValidationError) as exc:
             outcome.ok, outcome.error = False, f"bad call: {_one_line(exc)}"
             outcome.duration_ms = (time.perf_counter() - started) * 1000
-            return outcome
+            return outcome, "bad_call"
         try:
             output = await self._with_retries(spec.fn, ctx, args, outcome)
         except RetryError as exc:
@@ -129,13 +151,15 @@ class ToolExecutor:
                 f"gave up after {outcome.attempts} attempts: "
                 + (_one_line(last) if last else "unknown"),
             )
+            error_type = type(last).__name__ if last else "retries_exhausted"
         except Exception as exc:  # noqa: BLE001 - a failed leg degrades, it must not fail the run
             outcome.ok, outcome.error = False, f"{type(exc).__name__}: {_one_line(exc)}"
+            error_type = type(exc).__name__
         else:
             outcome.evidence = _with_provenance(output.evidence, call, round_no)
             outcome.detail, outcome.warnings = output.detail, output.warnings
         outcome.duration_ms = (time.perf_counter() - started) * 1000
-        return outcome
+        return outcome, error_type
 
     async def _with_retries(
         self, fn: Any, ctx: ToolContext, args: BaseModel, outcome: CallOutcome

@@ -9,6 +9,7 @@ instead and a warning says so: a run never ends on an LLM error.
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 import openai
@@ -22,6 +23,7 @@ from graph.policies.ranking import rank_pool
 from graph.policies.rule import RulePolicy
 from graph.prompts import fence, load_prompts
 from graph.settings import GraphSettings
+from graph.telemetry import ChatRecord, chat_span
 from tools.evidence import Evidence
 from tools.executor import ToolCall
 
@@ -111,6 +113,15 @@ class LLMPolicy:
             reraise=True,
         )
 
+    def _chat_span(self, purpose: str, max_tokens: int) -> AbstractContextManager[ChatRecord]:
+        return chat_span(
+            purpose,
+            self.settings.llm_model,
+            self.settings.llm_base_url,
+            max_tokens=max_tokens,
+            temperature=0,
+        )
+
     def _response_format(self, name: str, schema: dict[str, Any]) -> dict[str, Any]:
         if self._schema_style == "json_object":  # llama-cpp-python's dialect
             return {"type": "json_object", "schema": schema}
@@ -127,7 +138,7 @@ class LLMPolicy:
         for _dialect in range(2):
             try:
                 async for attempt in self._retrying():
-                    with attempt:
+                    with attempt, self._chat_span(name, max_tokens=700) as chat:
                         resp: Any = await self.client.chat.completions.create(  # type: ignore[call-overload]
                             model=self.settings.llm_model,
                             messages=messages,
@@ -135,6 +146,7 @@ class LLMPolicy:
                             temperature=0,
                             max_tokens=700,
                         )
+                        chat.record(resp)
                 break
             except openai.APIStatusError as exc:
                 # A server that does not know the OpenAI json_schema format: use the
@@ -228,18 +240,24 @@ class LLMPolicy:
                 with attempt:
                     if parts:  # a stream already started: never retry into duplicated text
                         raise LLMUnavailable("the answer stream broke mid-way")
-                    stream: Any = await self.client.chat.completions.create(
-                        model=self.settings.llm_model,
-                        messages=messages,
-                        stream=True,
-                        temperature=0,
-                        max_tokens=self.settings.llm_max_answer_tokens,
-                    )
-                    async for chunk in stream:
-                        delta = chunk.choices[0].delta.content if chunk.choices else None
-                        if delta:
-                            parts.append(delta)
-                            await on_token(delta)
+                    max_tokens = self.settings.llm_max_answer_tokens
+                    with self._chat_span("answer", max_tokens=max_tokens) as chat:
+                        stream: Any = await self.client.chat.completions.create(
+                            model=self.settings.llm_model,
+                            messages=messages,
+                            stream=True,
+                            # the last chunk then carries the token usage
+                            stream_options={"include_usage": True},
+                            temperature=0,
+                            max_tokens=max_tokens,
+                        )
+                        async for chunk in stream:
+                            delta = chunk.choices[0].delta.content if chunk.choices else None
+                            if delta:
+                                parts.append(delta)
+                                await on_token(delta)
+                            else:  # the role, the finish reason, the usage
+                                chat.record(chunk)
         except (LLMUnavailable, openai.OpenAIError) as exc:
             return extractive_answer(
                 question, evidence, note=f"llm answer failed ({_why(exc)}): extractive answer"
