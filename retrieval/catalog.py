@@ -11,7 +11,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -66,6 +66,10 @@ CREATE TABLE IF NOT EXISTS doc_names (
     PRIMARY KEY (doc_id, name, kind)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS doc_names_name ON doc_names(name);
+-- Chunk ids an ingest or delete is writing into the engines: committed before the first
+-- engine write, cleared in the catalog transaction that makes the batch visible. Left
+-- behind by a killed process, they name exactly what to repair at open.
+CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS doc_links (
     doc_id TEXT NOT NULL,
     target TEXT NOT NULL,
@@ -95,6 +99,32 @@ class SourceInfo:
     last_sync: str | None
     origin: str | None
     projects: list[str]
+    # What the source's content is of, when the source has versions: a git commit.
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceVersion:
+    """The version a source was indexed at (a commit) and the settings it was loaded with
+    (a later load with other settings cannot build on it)."""
+
+    source: str
+    version: str
+    config: str = ""
+
+
+@dataclass
+class Batch:
+    """What one catalog transaction makes visible: documents replaced and deleted, and
+    the sources (and project, origin, version) they belong to."""
+
+    docs: Sequence[Sequence[Record]] = ()
+    vectors: dict[str, bytes | None] = field(default_factory=dict)
+    delete_docs: Sequence[str] = ()
+    sources: Sequence[str] = ()
+    project: str | None = None
+    origin: str | None = None
+    version: SourceVersion | None = None
 
 
 class Catalog:
@@ -107,8 +137,18 @@ class Catalog:
         self._lock = threading.RLock()
         with self._lock:
             self._conn.executescript(_SCHEMA)
+            self._add_columns("sources", {"version": "TEXT", "config": "TEXT"})
             if self.get_meta(_STRUCTURE_VERSION) != STRUCTURE_VERSION:
                 self._rebuild_structure()
+
+    def _add_columns(self, table: str, columns: dict[str, str]) -> None:
+        """Columns added since a catalog was created (SQLite has no ADD COLUMN IF NOT
+        EXISTS)."""
+        have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns.items():
+            if name not in have:
+                with self._conn:
+                    self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     def _rebuild_structure(self) -> None:
         """Names and links of every stored document, from its chunks (a catalog from
@@ -235,11 +275,78 @@ class Catalog:
     ) -> None:
         """Replace several documents' rows (each a list of one doc's chunks) in one
         transaction: a batch is visible in the catalog all at once."""
+        self.commit_batch(Batch(docs=docs, vectors=vectors))
+
+    # ---- batches: what makes engine writes visible -------------------------------------
+    def begin_batch(self, ids: Iterable[str]) -> None:
+        """Mark chunk ids as being written into the engines (committed before the first
+        engine write)."""
+        with self._lock, self._conn:
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO pending(id) VALUES(?)", [(i,) for i in ids]
+            )
+
+    def commit_batch(self, batch: Batch, pending: Iterable[str] = ()) -> None:
+        """One transaction: the batch's documents replaced and deleted, its sources'
+        sync time, project membership and version, and its ``pending`` marks cleared."""
         now = datetime.now(UTC).isoformat()
         with self._lock, self._conn:
-            for records in docs:
-                self._replace_one(records, vectors, now)
-            self._bump_content_version()
+            for records in batch.docs:
+                self._replace_one(records, batch.vectors, now)
+            for doc_id in batch.delete_docs:
+                self._delete_one(doc_id)
+            for source in batch.sources:
+                self._touch_source(source, batch.origin)
+                if batch.project:
+                    self._add_to_project(batch.project, source)
+            if batch.version is not None:
+                v = batch.version
+                self._touch_source(v.source, batch.origin)
+                self._conn.execute(
+                    "UPDATE sources SET version=?, config=? WHERE name=?",
+                    (v.version, v.config, v.source),
+                )
+            self._conn.executemany("DELETE FROM pending WHERE id=?", [(i,) for i in pending])
+            if batch.docs or batch.delete_docs:
+                self._bump_content_version()
+
+    def pending_ids(self) -> list[str]:
+        """Chunk ids of a batch that never committed (its process was killed)."""
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT id FROM pending")]
+
+    def clear_pending(self, ids: Iterable[str]) -> None:
+        with self._lock, self._conn:
+            self._conn.executemany("DELETE FROM pending WHERE id=?", [(i,) for i in ids])
+
+    def source_version(self, source: str) -> SourceVersion | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT version, config FROM sources WHERE name=?", (source,)
+            ).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return SourceVersion(source, row[0], row[1] or "")
+
+    def document_ids(self, source: str, paths: Iterable[str] | None = None) -> list[str]:
+        """Ids of ``source``'s documents; with ``paths``, of the documents read from those
+        files (``<source>:<path>`` and a workbook's sheets ``<source>:<path>/<sheet>``)."""
+        with self._lock:
+            if paths is None:
+                rows = self._conn.execute(
+                    "SELECT doc_id FROM documents WHERE source=?", (source,)
+                ).fetchall()
+                return [r[0] for r in rows]
+            out: list[str] = []
+            for path in paths:
+                doc_id = f"{source}:{path}"
+                rows = self._conn.execute(
+                    "SELECT doc_id FROM documents WHERE source=? AND (doc_id=? OR "
+                    "substr(doc_id, 1, ?)=?)",
+                    (source, doc_id, len(doc_id) + 1, doc_id + "/"),
+                ).fetchall()
+                out += [r[0] for r in rows]
+            return out
 
     def _replace_one(
         self, records: Sequence[Record], vectors: dict[str, bytes | None], now: str
@@ -278,11 +385,12 @@ class Catalog:
 
     def delete_document(self, doc_id: str) -> None:
         with self._lock, self._conn:
-            self._conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
-            self._conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
-            self._conn.execute("DELETE FROM doc_names WHERE doc_id=?", (doc_id,))
-            self._conn.execute("DELETE FROM doc_links WHERE doc_id=?", (doc_id,))
+            self._delete_one(doc_id)
             self._bump_content_version()
+
+    def _delete_one(self, doc_id: str) -> None:
+        for table in ("chunks", "documents", "doc_names", "doc_links"):
+            self._conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
 
     def delete_source(self, source: str) -> None:
         with self._lock, self._conn:
@@ -360,18 +468,24 @@ class Catalog:
     # ---- sources and projects ---------------------------------------------------------
     def touch_source(self, name: str, origin: str | None = None) -> None:
         with self._lock, self._conn:
-            self._conn.execute(
-                "INSERT INTO sources(name, last_sync, origin) VALUES(?,?,?) "
-                "ON CONFLICT(name) DO UPDATE SET last_sync=excluded.last_sync, "
-                "origin=COALESCE(excluded.origin, sources.origin)",
-                (name, datetime.now(UTC).isoformat(timespec="seconds"), origin),
-            )
+            self._touch_source(name, origin)
+
+    def _touch_source(self, name: str, origin: str | None) -> None:
+        self._conn.execute(
+            "INSERT INTO sources(name, last_sync, origin) VALUES(?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET last_sync=excluded.last_sync, "
+            "origin=COALESCE(excluded.origin, sources.origin)",
+            (name, datetime.now(UTC).isoformat(timespec="seconds"), origin),
+        )
 
     def add_to_project(self, project: str, source: str) -> None:
         with self._lock, self._conn:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO projects(name, source) VALUES(?, ?)", (project, source)
-            )
+            self._add_to_project(project, source)
+
+    def _add_to_project(self, project: str, source: str) -> None:
+        self._conn.execute(
+            "INSERT OR IGNORE INTO projects(name, source) VALUES(?, ?)", (project, source)
+        )
 
     def project_sources(self, project: str) -> list[str]:
         with self._lock:
@@ -391,7 +505,7 @@ class Catalog:
     def sources(self) -> list[SourceInfo]:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT s.name, s.last_sync, s.origin, "
+                "SELECT s.name, s.last_sync, s.origin, s.version, "
                 " (SELECT count(*) FROM documents d WHERE d.source = s.name), "
                 " (SELECT coalesce(sum(chunk_count), 0) FROM documents d WHERE d.source = s.name)"
                 " FROM sources s ORDER BY s.name"
@@ -405,8 +519,9 @@ class Catalog:
                 last_sync=last,
                 origin=origin,
                 projects=sorted(p for p, srcs in projects.items() if name in srcs),
+                version=version,
             )
-            for name, last, origin, docs, recs in rows
+            for name, last, origin, version, docs, recs in rows
         ]
 
 

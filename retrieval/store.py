@@ -22,10 +22,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any, cast
 
-from retrieval.catalog import Catalog, DocumentRow, SourceInfo
+from retrieval.catalog import Batch, Catalog, DocumentRow, SourceInfo, SourceVersion
 from retrieval.embedding import Embedder
-from retrieval.engines.base import DenseEngine, LexicalEngine, SearchFilter
+from retrieval.engines.base import DenseEngine, Hit, LexicalEngine, SearchFilter
 from retrieval.records import PUBLIC_GROUP, Meta, Record
 from retrieval.settings import RetrievalSettings
 from retrieval.structure import ENTITY, HEADING, IDENT, IDENT_IN, Linked, StructureIndex
@@ -43,6 +44,7 @@ class IngestReport:
     failed: list[tuple[str, str]] = field(default_factory=list)  # (doc or path, reason)
     records_indexed: int = 0
     embeddings: int = 0
+    deleted: int = 0  # documents deleted (gone from a versioned source)
     seconds: float = 0.0
     # Hyperlinks of the ingested documents that reach no document: (doc_id, target).
     # Reported, never fatal (the target may be ingested later, or be gone).
@@ -85,8 +87,11 @@ class Store:
     ) -> None:
         self.settings = settings
         self.catalog = catalog
-        self.lexical = lexical
-        self.dense = dense
+        # Chunk ids a batch is writing right now: searches leave them out until the
+        # catalog commit makes the batch visible (see ``_write``).
+        self.writing: frozenset[str] = frozenset()
+        self.lexical: LexicalEngine = _gated(lexical, self)
+        self.dense: DenseEngine = _gated(dense, self)
         self.embedder = embedder
         self.generation = generation
         self.home = settings.home
@@ -130,7 +135,36 @@ class Store:
             )
         lexical = _open_lexical(settings)
         dense = _open_dense(settings, generation, embedder)
-        return cls(settings, catalog, lexical, dense, embedder, generation)
+        store = cls(settings, catalog, lexical, dense, embedder, generation)
+        store.repair()
+        return store
+
+    def repair(self) -> int:
+        """Undo a batch whose process was killed between its first engine write and the
+        catalog commit: its chunks are rewritten in both engines from the catalog (the
+        state before the batch) or deleted where the catalog never had them. Returns the
+        number of chunk ids repaired."""
+        ids = self.catalog.pending_ids()
+        if not ids:
+            return 0
+        self._restore(ids)
+        self.catalog.clear_pending(ids)
+        log.warning("repaired %d record(s) of an interrupted ingest or delete", len(ids))
+        return len(ids)
+
+    def _restore(self, ids: Sequence[str]) -> None:
+        """Both engines made to hold exactly what the catalog holds for ``ids``."""
+        stored = self.catalog.stored_chunks(ids)
+        lexical = [r for r, _v in stored.values() if "lexical" in r.legs]
+        dense = [(r, v) for r, v in stored.values() if "dense" in r.legs and v is not None]
+        lexical_ids = {r.id for r in lexical}
+        dense_ids = {r.id for r, _v in dense}
+        self.lexical.upsert(lexical, delete_ids=[i for i in ids if i not in lexical_ids])
+        if dense:
+            self.dense.upsert([r for r, _v in dense], [_unpack(v) for _r, v in dense])
+        gone = [i for i in ids if i not in dense_ids]
+        if gone:
+            self.dense.delete(gone)
 
     def close(self) -> None:
         self.lexical.close()
@@ -151,9 +185,18 @@ class Store:
         project: str | None = None,
         origin: str | None = None,
         batch_records: int = 256,
+        *,
+        delete_docs: Sequence[str] = (),
+        version: SourceVersion | None = None,
+        atomic: bool = False,
     ) -> IngestReport:
         """Index records; unchanged documents (same content hash, ACL and chunking) cost
-        no embedding work; a changed document's chunks are replaced in place."""
+        no embedding work; a changed document's chunks are replaced in place.
+
+        Each batch becomes visible at once, with its sources' project membership, when
+        its catalog transaction commits. ``delete_docs`` (documents gone from the source)
+        and ``version`` (what the source is now at) are committed with the last batch;
+        ``atomic``: every change in one batch (a repository's diff: all or nothing)."""
         start = time.perf_counter()
         report = IngestReport()
         by_doc: dict[str, list[Record]] = {}
@@ -164,6 +207,22 @@ class Store:
         pending: list[list[Record]] = []
         pending_size = 0
         sources: set[str] = set()
+        deletes = [d for d in dict.fromkeys(delete_docs) if d not in by_doc]
+
+        def write(docs: list[list[Record]], last: bool) -> None:
+            nonlocal done
+            batch = Batch(
+                docs=docs,
+                sources=sorted({recs[0].source for recs in docs} | (sources if last else set())),
+                project=project,
+                origin=origin,
+                delete_docs=deletes if last else (),
+                version=version if last else None,
+            )
+            done += self._write(batch, report, lambda n: progress and progress(done + n, total))
+            if progress:
+                progress(done, total)
+
         for doc_id, recs in by_doc.items():
             recs.sort(key=lambda r: r.chunk_index)
             sources.add(recs[0].source)
@@ -180,21 +239,15 @@ class Store:
                 report.updated += 1
             pending.append(recs)
             pending_size += len(recs)
-            if pending_size >= batch_records:
-                done += self._index_batch(pending, report)
+            if pending_size >= batch_records and not atomic:
+                write(pending, last=False)
                 pending, pending_size = [], 0
-                if progress:
-                    progress(done, total)
-        if pending:
-            done += self._index_batch(pending, report)
+        write(pending, last=True)
+        report.deleted = len(deletes)
         if progress:
             progress(total, total)
-        if report.added or report.updated:
+        if report.added or report.updated or report.deleted:
             self.dense.optimize()  # HNSW built after the batch, off the query path
-        for s in sources:
-            self.catalog.touch_source(s, origin)
-            if project:
-                self.catalog.add_to_project(project, s)
         if report.added or report.updated:
             changed = [
                 d for d, recs in by_doc.items() if any(r.metadata.get(Meta.LINKS) for r in recs)
@@ -217,23 +270,17 @@ class Store:
         )
         return "unchanged" if same else "updated"
 
-    def _index_batch(self, docs: list[list[Record]], report: IngestReport) -> int:
+    def _write(self, batch: Batch, report: IngestReport, embedded: Callable[[int], object]) -> int:
+        """Write one batch: embed what changed, mark its chunk ids pending in the catalog,
+        write both engines, then commit the catalog (documents, deletions, membership,
+        version) and clear the marks in one transaction. Until that commit, searches in
+        this process leave the batch's chunks out; a process killed before it leaves the
+        marks, and the next open restores the engines from the catalog (``repair``).
+        Returns the number of records written."""
+        docs = [list(recs) for recs in batch.docs]
         flat = [r for recs in docs for r in recs]
         dense_recs = [r for r in flat if "dense" in r.legs]
-        # A chunk whose embedded text did not change keeps its vector (an ACL or
-        # metadata-only change, or the untouched sections of an edited document).
-        stored = self.catalog.stored_chunks([r.id for r in dense_recs])
-        vec_by_id: dict[str, list[float]] = {}
-        to_embed: list[Record] = []
-        for r in dense_recs:
-            old = stored.get(r.id)
-            if old and old[1] is not None and embedding_text(old[0]) == embedding_text(r):
-                vec_by_id[r.id] = _unpack(old[1])
-            else:
-                to_embed.append(r)
-        fresh = self.embedder.encode([embedding_text(r) for r in to_embed])
-        report.embeddings += len(fresh)
-        vec_by_id.update(zip([r.id for r in to_embed], fresh, strict=True))
+        vec_by_id = self._vectors(dense_recs, report, embedded)
         vectors = [vec_by_id[r.id] for r in dense_recs]
         lexical_recs = [r for r in flat if "lexical" in r.legs]
         stale_dense: list[str] = []
@@ -244,34 +291,82 @@ class Store:
             # A chunk that moved between legs must leave the leg it no longer belongs to.
             stale_dense += stale + [r.id for r in recs if "dense" not in r.legs]
             stale_lexical += stale + [r.id for r in recs if "lexical" not in r.legs]
-        # Same ids are overwritten in place, so a concurrent reader sees the old or the
-        # new chunk, never neither and never both. The lexical engine drops a shrunken
-        # document's surplus chunks in the same commit; the dense leg right after.
-        if lexical_recs or stale_lexical:
-            self.lexical.upsert(lexical_recs, delete_ids=stale_lexical)
-        if dense_recs:
-            self.dense.upsert(dense_recs, vectors)
-        if stale_dense:
-            self.dense.delete(stale_dense)
-        self.catalog.replace_documents(docs, {rid: _pack(v) for rid, v in vec_by_id.items()})
+        deleted = [i for d in batch.delete_docs for i in self.catalog.chunk_ids(d)]
+        touched = list(dict.fromkeys([r.id for r in flat] + stale_lexical + stale_dense + deleted))
+        batch.vectors = {rid: _pack(v) for rid, v in vec_by_id.items()}
+        if not touched:
+            self.catalog.commit_batch(batch)
+            return 0
+        self.catalog.begin_batch(touched)
+        self.writing = frozenset(touched)
+        try:
+            if lexical_recs or stale_lexical or deleted:
+                self.lexical.upsert(lexical_recs, delete_ids=stale_lexical + deleted)
+            if dense_recs:
+                self.dense.upsert(dense_recs, vectors)
+            if stale_dense or deleted:
+                self.dense.delete(stale_dense + deleted)
+            self.catalog.commit_batch(batch, pending=touched)
+        except BaseException:
+            self._restore_quietly(touched)
+            raise
+        finally:
+            self.writing = frozenset()
         report.records_indexed += len(flat)
         return len(flat)
 
+    def _restore_quietly(self, ids: Sequence[str]) -> None:
+        """After a failed batch: the engines back to the catalog's state where possible
+        (what fails here is left to the repair at the next open)."""
+        try:
+            self._restore(ids)
+            self.catalog.clear_pending(ids)
+        except Exception:  # noqa: BLE001 - the batch's own error is the one raised
+            log.exception("could not undo a failed batch: the next open repairs it")
+
+    def _vectors(
+        self, records: list[Record], report: IngestReport, embedded: Callable[[int], object]
+    ) -> dict[str, list[float]]:
+        """A vector per dense record: the stored one when its embedded text did not
+        change (an ACL or metadata-only change, the untouched sections of an edited
+        document), else a fresh one (``embedded(n)`` after every step of records)."""
+        stored = self.catalog.stored_chunks([r.id for r in records])
+        vec_by_id: dict[str, list[float]] = {}
+        to_embed: list[Record] = []
+        for r in records:
+            old = stored.get(r.id)
+            if old and old[1] is not None and embedding_text(old[0]) == embedding_text(r):
+                vec_by_id[r.id] = _unpack(old[1])
+            else:
+                to_embed.append(r)
+        step = 256
+        for i in range(0, len(to_embed), step):
+            part = to_embed[i : i + step]
+            fresh = self.embedder.encode([embedding_text(r) for r in part])
+            report.embeddings += len(fresh)
+            vec_by_id.update(zip([r.id for r in part], fresh, strict=True))
+            embedded(i + len(part))
+        return vec_by_id
+
     def delete_document(self, doc_id: str) -> bool:
-        ids = self.catalog.chunk_ids(doc_id)
-        if not ids:
+        if self.catalog.document(doc_id) is None:
             return False
-        self.lexical.delete(ids)
-        self.dense.delete(ids)
-        self.catalog.delete_document(doc_id)
+        self._write(Batch(delete_docs=[doc_id]), IngestReport(), lambda n: None)
         return True
 
     def delete_source(self, source: str) -> int:
-        n = len(self.catalog.documents(source))
-        self.lexical.delete_source(source)
-        self.dense.delete_source(source)
-        self.catalog.delete_source(source)
-        return n
+        docs = self.catalog.document_ids(source)
+        ids = [i for d in docs for i in self.catalog.chunk_ids(d)]
+        self.catalog.begin_batch(ids)
+        self.writing = frozenset(ids)
+        try:
+            self.lexical.delete_source(source)
+            self.dense.delete_source(source)
+            self.catalog.delete_source(source)
+            self.catalog.clear_pending(ids)
+        finally:
+            self.writing = frozenset()
+        return len(docs)
 
     def reindex(self, progress: ProgressFn | None = None) -> str:
         """Re-embed every chunk with the configured model into a new dense generation,
@@ -305,7 +400,7 @@ class Store:
         dense.optimize()
         old_generation, old_dense = self.generation, self.dense
         self.catalog.switch_generation(generation, self.settings.embedding_model, embedder.version)
-        self.dense, self.embedder, self.generation = dense, embedder, generation
+        self.dense, self.embedder, self.generation = _gated(dense, self), embedder, generation
         old_dense.close()
         old_path = self.settings.home / "dense" / old_generation
         if old_path.exists():
@@ -609,6 +704,47 @@ def _admits(flt: SearchFilter, d: DocumentRow) -> bool:
     if flt.sources is not None and d.source not in flt.sources:
         return False
     return flt.doc_ids is None or d.doc_id in flt.doc_ids
+
+
+class _Gated:
+    """An engine whose searches show a batch being written (the store's ``writing``) as
+    the catalog has it: a chunk the catalog holds comes with its committed record (the
+    version before the batch, still checked against the search's filter), one it does
+    not hold yet is left out. So a batch is seen in every engine at once, when the
+    catalog commits it, and a replaced chunk is seen old or new, never neither.
+    Everything else is the engine's."""
+
+    def __init__(self, engine: Any, store: Store) -> None:
+        self._engine = engine
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def search(self, query: Any, k: int, flt: SearchFilter) -> list[Hit]:
+        hits: list[Hit] = self._engine.search(query, k, flt)
+        writing = self._store.writing
+        if not writing or not any(h.id in writing for h in hits):
+            return hits
+        store = self._store
+        committed = {
+            r.id: r for r in store.catalog.records([h.id for h in hits if h.id in writing])
+        }
+        kept: list[Hit] = []
+        for hit in hits:
+            if hit.id not in writing:
+                kept.append(hit)
+                continue
+            record = committed.get(hit.id)
+            if record is not None and store.allowed(record, flt):
+                kept.append(Hit(record, hit.score, hit.rank, hit.leg, dict(hit.extra)))
+        for rank, hit in enumerate(kept, 1):
+            hit.rank = rank
+        return kept
+
+
+def _gated(engine: Any, store: Store) -> Any:
+    return engine if isinstance(engine, _Gated) else cast(Any, _Gated(engine, store))
 
 
 def _new_generation_name() -> str:
