@@ -39,6 +39,7 @@ class Meta:
     ROW_START = "row_start"  # first / last sheet row numbers a table chunk holds
     ROW_END = "row_end"
     LINKS = "links"  # list[str] outgoing link targets whose anchors lie in this chunk
+    SYMBOLS = "symbols"  # list[str] code symbols (functions, classes) this chunk defines
 
 
 PUBLIC_GROUP = "public"

@@ -5,7 +5,9 @@ chunks, deleted with it), from the records alone, so no connector branches here:
 
 - names (what the document defines or is about): its title, headings, the identifiers
   written in them or opening a line of its body (``- ERR-4012: ...``, ``| shared_buffers |``),
-  the entities, author and people/teams of its metadata, its own URL;
+  the code symbols its chunks define (``Meta.SYMBOLS``: ``LedgerClient``,
+  ``LedgerClient.post``), the entities, author and people/teams of its metadata, its own
+  URL;
 - links (what it points at): hyperlinks (``Meta.LINKS``, resolved against the folder the
   connector read), identifiers it mentions without defining them (``OPS-142``), URLs and
   code paths written in its text.
@@ -139,6 +141,8 @@ def document_structure(records: Sequence[Record]) -> Structure:
             inside.update(dict.fromkeys(identifiers(text)))
     body = "\n".join(r.text for r in records)
     defined.update(dict.fromkeys(_defined_on_lines(body)))
+    for r in records:
+        defined.update(dict.fromkeys(_strings(r.metadata.get(Meta.SYMBOLS))))
     for ident in defined:
         name(ident, IDENT)
     for ident in inside:

@@ -28,6 +28,7 @@ from retrieval.search_models import MAX_K
 from retrieval.settings import RetrievalSettings
 
 if TYPE_CHECKING:
+    from retrieval.catalog import Catalog, SourceInfo
     from retrieval.search_models import RankedItem, SearchResult
     from retrieval.store import ProgressFn, Store
 
@@ -78,8 +79,8 @@ def ingest(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Files or folders: Markdown/text/HTML "
-            "folders, .jsonl, a Slack export, a ticket export."
+            help="Files or folders: Markdown/text/HTML/PDF/Office folders or .zip, .jsonl, "
+            "a Slack export, a ticket export, a git repository (the files of --ref)."
         ),
     ],
     source: Annotated[str | None, typer.Option(help="Source name (default: folder name).")] = None,
@@ -88,14 +89,20 @@ def ingest(
         typer.Option("--acl", help="Groups allowed to read: repeat, or a comma list (hr,eng)."),
     ] = None,
     project: Annotated[str | None, typer.Option(help="Add the source(s) to this project.")] = None,
+    ref: Annotated[
+        str | None,
+        typer.Option(help="Git repository: the branch, tag or commit to index (default HEAD)."),
+    ] = None,
     index: IndexOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Ingest documents and exports; unchanged content is skipped, changed content replaced.
+    A git repository indexed before is re-synced from its diff: the changed files are read
+    again and the removed ones deleted, in one step.
 
     Progress goes to stderr (with --json too); the summary to stdout. Exit 1 when files
     were given and none of them could be ingested."""
-    from retrieval.connectors import load_path
+    from retrieval.sync import ingest_path
 
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
@@ -104,60 +111,80 @@ def ingest(
         fail("--source names one source: give one PATH per --source")
     groups = acl_groups(acl or [])
     store = open_store(index)
-    totals = {"added": 0, "updated": 0, "unchanged": 0, "records": 0, "embeddings": 0}
+    totals = {
+        "added": 0,
+        "updated": 0,
+        "unchanged": 0,
+        "deleted": 0,
+        "records": 0,
+        "embeddings": 0,
+    }
     failures: list[tuple[str, str]] = []
     skipped: list[tuple[str, str]] = []
+    broken: list[tuple[str, str]] = []
+    commits: dict[str, str] = {}
     try:
         for path in paths:
             _note(f"reading {path}")
-            try:
-                loaded = load_path(path, source=source, acl=groups or None, project=project)
-            except (ValueError, FileNotFoundError) as exc:  # a bad argument, not a bad file
-                fail(str(exc))
+            with _ingest_progress(str(path)) as progress:
+                try:
+                    synced = ingest_path(
+                        store,
+                        path,
+                        source=source,
+                        acl=groups or None,
+                        project=project,
+                        ref=ref,
+                        progress=progress,
+                    )
+                except (ValueError, FileNotFoundError) as exc:  # a bad argument, not a file
+                    fail(str(exc))
+            loaded, report = synced.loaded, synced.report
             failures.extend(loaded.failures)
             skipped.extend(loaded.skipped)
             documents = len({r.doc_id for r in loaded.records})
+            at = f" at commit {loaded.version[:12]}" if loaded.version else ""
             _note(
-                f"{path}: {documents} document(s), {len(loaded.records)} record(s), "
+                f"{path}{at}: {documents} document(s), {len(loaded.records)} record(s), "
                 f"{len(loaded.failures)} failed, {len(loaded.skipped)} skipped"
             )
-            if not loaded.records:
-                continue
-            with _ingest_progress(str(path), len(loaded.records)) as progress:
-                report = store.ingest(
-                    loaded.records,
-                    progress=progress,
-                    project=project,
-                    origin=str(path.resolve()),
-                )
+            if loaded.version:
+                commits[loaded.source] = loaded.version
             totals["added"] += report.added
             totals["updated"] += report.updated
             totals["unchanged"] += report.unchanged
+            totals["deleted"] += report.deleted
             totals["records"] += report.records_indexed
             totals["embeddings"] += report.embeddings
             failures.extend(report.failed)
+            broken.extend(report.broken_links)
     finally:
         store.close()
-    ingested = totals["added"] + totals["updated"] + totals["unchanged"]
+    ingested = totals["added"] + totals["updated"] + totals["unchanged"] + totals["deleted"]
     if json_out:
         print(
             json.dumps(
                 {
                     **totals,
+                    "commits": commits,
                     "failed": [{"path": p, "reason": r} for p, r in failures],
                     "skipped": [{"path": p, "reason": r} for p, r in skipped],
+                    "broken_links": [{"document": d, "target": t} for d, t in broken],
                 }
             )
         )
     else:
+        deleted = f", {totals['deleted']} deleted" if totals["deleted"] else ""
         console.print(
             f"documents: [green]{totals['added']} added[/], "
-            f"[yellow]{totals['updated']} updated[/], {totals['unchanged']} unchanged, "
+            f"[yellow]{totals['updated']} updated[/], {totals['unchanged']} unchanged{deleted}, "
             f"[red]{len(failures)} failed[/], {len(skipped)} skipped  "
             f"(records indexed {totals['records']}, embeddings computed {totals['embeddings']})",
             highlight=False,
             soft_wrap=True,
         )
+        for name, commit in commits.items():
+            console.print(f"  {escape(name)} at commit {commit}", highlight=False)
         # One line per file, never wrapped: a log or a grep reads each whole.
         for failed_path, reason in failures:
             console.print(
@@ -169,8 +196,17 @@ def ingest(
                 highlight=False,
                 soft_wrap=True,
             )
+        _print_broken(broken)
     if failures and not ingested:
         fail(f"nothing ingested: every file failed ({len(failures)} failure(s))", code=1)
+
+
+def _print_broken(broken: list[tuple[str, str]]) -> None:
+    """One line per hyperlink that reaches no document (reported, never an error)."""
+    for doc_id, target in broken:
+        console.print(
+            f"  broken link {escape(doc_id)} -> {escape(target)}", highlight=False, soft_wrap=True
+        )
 
 
 def _note(message: str) -> None:
@@ -179,7 +215,7 @@ def _note(message: str) -> None:
 
 
 @contextmanager
-def _ingest_progress(label: str, total: int) -> Iterator[ProgressFn]:
+def _ingest_progress(label: str) -> Iterator[ProgressFn]:
     """A bar on a terminal; elsewhere (a pipe, a log) a line every 10 s and one at the
     end, so a long ingest is never silent."""
     if err_console.is_terminal:
@@ -191,19 +227,21 @@ def _ingest_progress(label: str, total: int) -> Iterator[ProgressFn]:
             console=err_console,
             transient=True,
         ) as bar:
-            yield _bar_progress(bar, bar.add_task("ingest", total=max(1, total)))
+            yield _bar_progress(bar, bar.add_task("ingest", total=1))
         return
     start = last = time.monotonic()
+    seen = 0
 
     def update(done: int, of: int) -> None:
-        nonlocal last
+        nonlocal last, seen
+        seen = of
         now = time.monotonic()
         if now - last >= 10.0 and done < of:
             last = now
             _note(f"{label}: {done}/{of} records ({now - start:.0f} s)")
 
     yield update
-    _note(f"{label}: {total} record(s) indexed in {time.monotonic() - start:.1f} s")
+    _note(f"{label}: {seen} record(s) indexed in {time.monotonic() - start:.1f} s")
 
 
 def acl_groups(values: list[str]) -> list[str]:
@@ -321,7 +359,8 @@ def sources(
     index: IndexOption = None,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """List sources: records, documents, last sync, projects.
+    """List sources: records, documents, last sync, projects, the commit a repository is
+    indexed at, and the hyperlinks of its documents that reach no document.
 
     Also on a home another process holds (`waypoint serve`): read from its catalog."""
     from api.startup_checks import HomeInUse
@@ -329,20 +368,27 @@ def sources(
     try:
         store = open_store(index, must_exist=True, in_use_raises=True)
     except HomeInUse:
-        infos = _catalog_sources(Path(index or RetrievalSettings().home))
+        infos, broken = _catalog_sources(Path(index or RetrievalSettings().home))
     else:
         try:
-            infos = store.sources()
+            infos, broken = store.sources(), _broken_links(store.catalog)
         finally:
             store.close()
     if json_out:
-        print(json.dumps([i.__dict__ for i in infos], indent=2))
+        rows = [
+            {
+                **i.__dict__,
+                "broken_links": [{"document": d, "target": t} for d, t in broken.get(i.name, [])],
+            }
+            for i in infos
+        ]
+        print(json.dumps(rows, indent=2))
         return
     if not infos:
         console.print("no sources yet: run `waypoint ingest PATH`")
         return
     table = Table(title="sources")
-    for col in ("name", "documents", "records", "last sync", "projects"):
+    for col in ("name", "documents", "records", "last sync", "commit", "projects", "broken"):
         table.add_column(col)
     for i in infos:
         table.add_row(
@@ -350,19 +396,37 @@ def sources(
             str(i.documents),
             str(i.records),
             i.last_sync or "-",
+            (i.version or "-")[:12],
             ", ".join(i.projects) or "-",
+            str(len(broken.get(i.name, []))),
         )
     console.print(table)
+    for name, links in broken.items():
+        if links:
+            console.print(f"{escape(name)}: {len(links)} broken link(s)", highlight=False)
+            _print_broken(links)
 
 
-def _catalog_sources(home: Path) -> list:
+def _broken_links(catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
+    """Per source, (document, target) of each hyperlink that reaches no document."""
+    from retrieval.structure import StructureIndex
+
+    docs, names, links = catalog.structure()
+    index = StructureIndex(docs, names, links)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for doc_id, target in index.broken(sorted({d for d, _t, _k in links})):
+        out.setdefault(doc_id.partition(":")[0], []).append((doc_id, target))
+    return out
+
+
+def _catalog_sources(home: Path) -> tuple[list[SourceInfo], dict[str, list[tuple[str, str]]]]:
     """The sources of ``home``'s catalog alone (SQLite: it is shared with the process
     holding the engines)."""
     from retrieval.catalog import Catalog
 
     catalog = Catalog(home / "catalog.sqlite")
     try:
-        return catalog.sources()
+        return catalog.sources(), _broken_links(catalog)
     finally:
         catalog.close()
 

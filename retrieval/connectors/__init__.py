@@ -2,6 +2,7 @@
 
 ``load_path`` detects what a path holds and runs the matching connector:
 
+* a git repository (a folder with ``.git``)   -> the files of one ref (:mod:`.git`)
 * a folder with ``channels.json``            -> Slack export  (:mod:`.slack`)
 * a ``.json`` file holding a list of objects with ``key`` and ``fields`` -> ticket export
 * a ``.jsonl`` / ``.jsonl.gz`` file          -> JSONL passages (:mod:`.jsonl`)
@@ -27,6 +28,7 @@ from retrieval.connectors.base import (
     SourceDocument,
 )
 from retrieval.connectors.files import SUFFIXES, FilesConnector
+from retrieval.connectors.git import GitError, is_git_repository, load_repository
 from retrieval.connectors.jsonl import JsonlConnector
 from retrieval.connectors.slack import Distiller, SlackConnector, is_slack_export
 from retrieval.connectors.tickets import TicketsConnector, looks_like_tickets
@@ -36,6 +38,7 @@ from retrieval.settings import RetrievalSettings
 __all__ = [
     "ConnectorResult",
     "ConnectorSettings",
+    "GitError",
     "LoadContext",
     "SourceDocument",
     "default_source",
@@ -52,9 +55,15 @@ class ConnectorResult:
     records: list[Record]
     failures: list[tuple[str, str]] = field(default_factory=list)  # (where, reason): errors
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, reason): ignored
-    kind: str = ""  # "files" | "jsonl" | "slack" | "tickets"
+    kind: str = ""  # "git" | "files" | "jsonl" | "slack" | "tickets"
     source: str = ""
     sync_interval: timedelta = timedelta(hours=1)
+    # A versioned source (git): the version loaded (a commit), and which documents the
+    # load stands for: ``None`` all of the source (documents not emitted are gone), else
+    # the paths it re-read (their documents not emitted are gone). Unversioned: version
+    # None and ``touched`` empty (nothing is deleted).
+    version: str | None = None
+    touched: list[str] | None = field(default_factory=list)
 
 
 def default_source(path: Path) -> str:
@@ -69,7 +78,9 @@ def default_source(path: Path) -> str:
 
 
 def detect_kind(path: Path) -> str:
-    """``slack`` | ``tickets`` | ``jsonl`` | ``files`` (see the module docstring)."""
+    """``git`` | ``slack`` | ``tickets`` | ``jsonl`` | ``files`` (see the module docstring)."""
+    if is_git_repository(path):
+        return "git"
     if is_slack_export(path):
         return "slack"
     name = path.name.lower()
@@ -89,10 +100,15 @@ def load_path(
     settings: RetrievalSettings | None = None,
     connector_settings: ConnectorSettings | None = None,
     distiller: Distiller | None = None,
+    ref: str | None = None,
+    since: str | None = None,
 ) -> ConnectorResult:
     """Load every record under ``path``. A bad file or line is reported in ``failures``
-    and the rest is loaded; only a bad *argument* (missing path, bad source / acl) raises
-    ``ValueError`` / ``FileNotFoundError``."""
+    and the rest is loaded; only a bad *argument* (missing path, bad source / acl, a git
+    ref that names no commit) raises ``ValueError`` / ``FileNotFoundError``.
+
+    A git repository: the files of ``ref`` (default ``HEAD``); with ``since`` (the commit
+    indexed before) only the files changed since then."""
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"no such file or folder: {root}")
@@ -112,6 +128,19 @@ def load_path(
         connector_settings=connector_settings or ConnectorSettings(),
     )
     kind = detect_kind(root)
+    if ref is not None and kind != "git":
+        raise ValueError(f"--ref needs a git repository; {root} is not one")
+    if kind == "git":
+        loaded = load_repository(root, ctx, ref or "HEAD", since)
+        return ConnectorResult(
+            loaded.records,
+            ctx.failures,
+            ctx.skipped,
+            kind,
+            source,
+            version=loaded.commit,
+            touched=loaded.touched,
+        )
     connector: BaseConnector[Any]
     if kind == "slack":
         connector = SlackConnector(ctx, distiller)

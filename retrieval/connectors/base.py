@@ -58,6 +58,10 @@ class ConnectorSettings(BaseSettings):
     zip_max_ratio: float = 200.0  # uncompressed / compressed size of one member
     # Spreadsheets: rows read per sheet (the rest is reported as skipped).
     table_max_rows: int = 200_000
+    # Git repositories: a file larger than this is skipped (generated code, vendored
+    # bundles, data files); the first bytes checked for NUL to call a file binary.
+    git_max_file_bytes: int = 1_000_000
+    git_binary_probe_bytes: int = 8000
 
 
 @dataclass
@@ -125,6 +129,20 @@ class Region:
 
 
 @dataclass(frozen=True)
+class Section:
+    """A unit of the parent text chunked on its own (a code definition): never merged
+    with its neighbours; over the cap it is cut at its ``parts`` when it has them (a
+    class at its members), else split like any text. ``symbols`` go to the metadata of
+    its chunks (``Meta.SYMBOLS``)."""
+
+    start: int
+    end: int
+    heading_path: tuple[str, ...] = ()
+    symbols: tuple[str, ...] = ()
+    parts: tuple[Section, ...] = ()
+
+
+@dataclass(frozen=True)
 class TableLayout:
     """A table document: ``text[header[0]:header[1]]`` is the header line and each row
     ``(start, end, row number)`` one line. Chunks hold whole rows (the first chunk opens
@@ -161,6 +179,8 @@ class SourceDocument:
     regions: Sequence[Region] = ()
     # A spreadsheet / CSV table: chunked by whole rows instead of headings.
     table: TableLayout | None = None
+    # Code: explicit sections (definitions) instead of headings.
+    sections: Sequence[Section] = ()
     # Outgoing links: (offset in ``text``, target); each chunk's are in its metadata.
     links: Sequence[tuple[int, str]] = ()
 
@@ -251,6 +271,8 @@ def document_records(doc: SourceDocument, settings: RetrievalSettings) -> list[R
     spans: list[_Span]
     if doc.table is not None:
         spans = _table_spans(doc, settings, budget)
+    elif doc.sections:
+        spans = _section_spans(doc, settings, budget)
     elif doc.regions:
         spans = _region_spans(doc, settings, budget)
     else:
@@ -324,6 +346,32 @@ def _region_spans(
             cap = section_cap(settings.chunk_tokens, doc.title, path, budget)
             for cs, ce in split_span(text, s, e, cap, settings.chunk_overlap_tokens, index=index):
                 spans.append(_Span(cs, ce, path, dict(region.meta)))
+    return spans
+
+
+def _section_spans(
+    doc: SourceDocument, settings: RetrievalSettings, budget: EmbedBudget | None
+) -> list[_Span]:
+    """Each section whole when it fits its cap; else cut at its parts, else split."""
+    text = doc.text
+    index = TokenIndex(text, budget.counter if budget else WORDS)
+    spans: list[_Span] = []
+
+    def add(section: Section) -> None:
+        cap = section_cap(settings.chunk_tokens, doc.title, section.heading_path, budget)
+        meta: dict[str, Any] = {Meta.SYMBOLS: list(section.symbols)} if section.symbols else {}
+        if section.parts and index.count(section.start, section.end) > cap:
+            for part in section.parts:
+                add(part)
+            return
+        for s, e in split_span(
+            text, section.start, section.end, cap, settings.chunk_overlap_tokens, index=index
+        ):
+            spans.append(_Span(s, e, section.heading_path, dict(meta)))
+
+    for section in sorted(doc.sections, key=lambda x: x.start):
+        if section.end > doc.body_start:
+            add(section)
     return spans
 
 
