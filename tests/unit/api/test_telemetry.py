@@ -7,10 +7,15 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -247,3 +252,53 @@ async def test_metrics_open_or_off(
     monkeypatch.setenv("WAYPOINT_METRICS", mode)
     async for client in _client(settings, researcher):
         assert (await client.get("/metrics")).status_code == status
+
+
+_EXPORT_SCRIPT = """
+import json, sys
+from opentelemetry import trace
+from api.telemetry import configure_tracing
+on = configure_tracing()
+if on:
+    with trace.get_tracer("probe").start_as_current_span("probe"):
+        pass
+    trace.get_tracer_provider().force_flush()
+print(json.dumps(on))
+"""
+
+
+class _Collector(BaseHTTPRequestHandler):
+    received: ClassVar[list[tuple[str, str]]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server hook's name
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.received.append((self.path, self.headers["Content-Type"]))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("endpoint", [False, True])
+def test_spans_go_over_otlp_http_only_when_an_endpoint_is_set(endpoint: bool) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    if endpoint:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{server.server_port}"
+    _Collector.received.clear()
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", _EXPORT_SCRIPT],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    finally:
+        server.shutdown()
+    assert json.loads(out.stdout.splitlines()[-1]) is endpoint
+    expected = [("/v1/traces", "application/x-protobuf")] if endpoint else []
+    assert _Collector.received == expected
