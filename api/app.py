@@ -34,8 +34,13 @@ from api.startup_checks import (
 )
 from api.tasks.store import TaskStore
 from api.tasks.workers import ChangeFeed, WorkerPool
-from api.telemetry import HttpMetrics, TelemetrySettings, TracedResearcher, instrument
-from api.webhooks import WebhookSender
+from api.telemetry import (
+    CountedWebhookSender,
+    HttpMetrics,
+    TelemetrySettings,
+    TracedResearcher,
+    instrument,
+)
 from retrieval.engines.base import is_engine_panic
 from retrieval.health import Finding
 
@@ -186,7 +191,7 @@ def assemble(
 ) -> Services:
     researcher = TracedResearcher(researcher)  # runs as spans and in the run metrics
     feed = ChangeFeed()
-    sender = WebhookSender(
+    sender = CountedWebhookSender(
         timeout_s=settings.webhook_timeout_s,
         max_attempts=settings.webhook_max_attempts,
         backoff_initial_s=settings.webhook_backoff_initial_s,

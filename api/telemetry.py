@@ -28,6 +28,8 @@ from prometheus_client.registry import Collector
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.schemas import WebhookDelivery
+from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, RunOptions
 from graph.telemetry import traced_run
 
@@ -163,6 +165,42 @@ class HttpMetrics:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             HTTP_REQUESTS.labels(scope["method"], route, str(status)).inc()
             HTTP_SECONDS.labels(scope["method"], route).observe(time.perf_counter() - started)
+
+
+WEBHOOK_ATTEMPTS = Counter(
+    "waypoint_webhook_attempts_total",
+    "Webhook POSTs by outcome: delivered (2xx), refused (another status), failed (no answer)",
+    ["outcome"],
+)
+WEBHOOK_DELIVERIES = Counter(
+    "waypoint_webhook_deliveries_total",
+    "Webhooks by final outcome: delivered, or gave_up after the last attempt",
+    ["outcome"],
+)
+
+
+class CountedWebhookSender(WebhookSender):
+    """The webhook sender, each attempt and each final outcome counted."""
+
+    async def deliver(
+        self,
+        url: str,
+        secret: str,
+        webhook_id: str,
+        body: str,
+        on_attempt: Any,
+        first_attempt: int = 1,
+    ) -> bool:
+        def counted(delivery: WebhookDelivery) -> Any:
+            if delivery.ok:
+                WEBHOOK_ATTEMPTS.labels("delivered").inc()
+            else:
+                WEBHOOK_ATTEMPTS.labels("refused" if delivery.status_code else "failed").inc()
+            return on_attempt(delivery)  # the store's log of the attempt, as before
+
+        delivered = await super().deliver(url, secret, webhook_id, body, counted, first_attempt)
+        WEBHOOK_DELIVERIES.labels("delivered" if delivered else "gave_up").inc()
+        return delivered
 
 
 class TaskQueueCollector(Collector):

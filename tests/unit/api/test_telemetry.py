@@ -4,6 +4,7 @@ run's events and in JSON logs, and /metrics in its three modes."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -24,12 +25,15 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
+from prometheus_client import REGISTRY
 
 from api.app import assemble, create_app
 from api.auth import KeyRing
 from api.logging import ContextFilter, JsonFormatter
+from api.schemas import WebhookDelivery
 from api.settings import ApiSettings
 from api.tasks.store import TaskStore
+from api.telemetry import CountedWebhookSender
 from graph.policies.llm import LLMPolicy
 from graph.runner import Researcher
 from graph.settings import GraphSettings
@@ -302,3 +306,40 @@ def test_spans_go_over_otlp_http_only_when_an_endpoint_is_set(endpoint: bool) ->
     assert json.loads(out.stdout.splitlines()[-1]) is endpoint
     expected = [("/v1/traces", "application/x-protobuf")] if endpoint else []
     assert _Collector.received == expected
+
+
+async def test_webhook_attempts_and_deliveries_are_counted() -> None:
+    answers = iter([503, 200])
+    sender = CountedWebhookSender(
+        timeout_s=5,
+        max_attempts=3,
+        backoff_initial_s=0.001,
+        backoff_max_s=0.001,
+        allow_private=True,
+        transport=httpx.MockTransport(lambda _: httpx.Response(next(answers))),
+    )
+    logged: list[WebhookDelivery] = []
+
+    def on_attempt(delivery: WebhookDelivery) -> Any:
+        logged.append(delivery)
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done  # awaitable, as the task store's logger is
+
+    def count(name: str, outcome: str) -> float:
+        return REGISTRY.get_sample_value(name, {"outcome": outcome}) or 0.0
+
+    before = [
+        count("waypoint_webhook_attempts_total", "refused"),
+        count("waypoint_webhook_attempts_total", "delivered"),
+        count("waypoint_webhook_deliveries_total", "delivered"),
+    ]
+    secret = "whsec_" + "A" * 32
+    assert await sender.deliver("http://127.0.0.1:9/hook", secret, "msg_1", "{}", on_attempt)
+    after = [
+        count("waypoint_webhook_attempts_total", "refused"),
+        count("waypoint_webhook_attempts_total", "delivered"),
+        count("waypoint_webhook_deliveries_total", "delivered"),
+    ]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1]
+    assert [d.status_code for d in logged] == [503, 200]
