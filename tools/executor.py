@@ -125,6 +125,7 @@ class ToolExecutor:
                 attempts=outcome.attempts,
                 seconds=outcome.duration_ms / 1000,
                 evidence=len(outcome.evidence),
+                timings_ms=outcome.detail.get("timings_ms"),
             )
         return outcome
 

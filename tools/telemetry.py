@@ -29,6 +29,15 @@ TOOL_SECONDS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
 
+# A search's own stages: each retrieval leg (lexical, dense, ...), rewrite, fuse, fetch,
+# rerank, expand, total (the names of its ``timings_ms``).
+SEARCH_STAGE_SECONDS = Histogram(
+    "waypoint_search_stage_seconds",
+    "Latency of one stage of a search: each retrieval leg, fusion, rerank, ...",
+    ["stage"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+
 
 def current_trace_id() -> str | None:
     """The trace id of the current span as 32 hex digits; None outside a recorded trace."""
@@ -62,8 +71,10 @@ def record_tool_call(
     attempts: int,
     seconds: float,
     evidence: int,
+    timings_ms: dict[str, float] | None = None,
 ) -> None:
-    """Close out one call: span attributes and status, call counter, latency."""
+    """Close out one call: span attributes and status, call counter, latency (and a
+    search's stage latencies)."""
     span.set_attribute("waypoint.tool.attempts", attempts)
     span.set_attribute("waypoint.tool.evidence", evidence)
     if error_type is not None:
@@ -75,3 +86,6 @@ def record_tool_call(
     span.set_attribute("waypoint.tool.outcome", outcome)
     TOOL_CALLS.labels(tool, outcome).inc()
     TOOL_SECONDS.labels(tool).observe(seconds)
+    for stage, ms in (timings_ms or {}).items():
+        if isinstance(ms, int | float):
+            SEARCH_STAGE_SECONDS.labels(stage).observe(ms / 1000)
