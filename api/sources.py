@@ -65,8 +65,9 @@ class SourceSync:
             t.cancel()
         await asyncio.gather(*self._jobs, return_exceptions=True)
 
-    def submit(self, name: str, user: str) -> SourceJob:
-        job = self.tasks.create_source_job(name, user)
+    async def submit(self, name: str, user: str) -> SourceJob:
+        # The task store's calls block (SQLite, psycopg): in a thread, off the event loop.
+        job = await asyncio.to_thread(self.tasks.create_source_job, name, user)
         t = asyncio.create_task(self._run(job.id, name), name=f"sync-{name}")
         self._jobs.add(t)
         t.add_done_callback(self._jobs.discard)
@@ -76,16 +77,25 @@ class SourceSync:
         cfg = self.configs[name]
         with bound(task_id=job_id):
             async with self._lock:
-                self.tasks.update_source_job(job_id, "running")
+                await asyncio.to_thread(self.tasks.update_source_job, job_id, "running")
                 try:
                     report, failures = await asyncio.to_thread(self._sync_blocking, name, cfg)
                 except Exception as exc:  # recorded on the job, logged with traceback
                     log.exception("source sync failed", extra={"source": name})
-                    self.tasks.update_source_job(
-                        job_id, "failed", error=f"{type(exc).__name__}: {exc}"[:500]
+                    await asyncio.to_thread(
+                        self.tasks.update_source_job,
+                        job_id,
+                        "failed",
+                        error=f"{type(exc).__name__}: {exc}"[:500],
                     )
                     return
-            self.tasks.update_source_job(job_id, "succeeded", report=report, failures=failures)
+            await asyncio.to_thread(
+                self.tasks.update_source_job,
+                job_id,
+                "succeeded",
+                report=report,
+                failures=failures,
+            )
             log.info("source synced", extra={"source": name, **report})
 
     def _sync_blocking(self, name: str, cfg: SourceConfig) -> tuple[dict[str, Any], list[str]]:

@@ -16,7 +16,7 @@ import ipaddress
 import logging
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -35,7 +35,8 @@ from api.schemas import WebhookDelivery
 
 log = logging.getLogger("waypoint.api.webhooks")
 
-_AttemptLog = Callable[[WebhookDelivery], None]
+# Records one attempt's outcome (the task store, in a thread).
+_AttemptLog = Callable[[WebhookDelivery], Awaitable[None]]
 
 
 class WebhookVerificationError(ValueError):
@@ -275,7 +276,7 @@ class WebhookSender:
                 target, content=content, headers=headers, extensions=extensions
             )
         except (httpx.HTTPError, WebhookUrlError) as exc:
-            on_attempt(
+            await on_attempt(
                 WebhookDelivery(
                     attempt=attempt_no,
                     webhook_id=webhook_id,
@@ -286,7 +287,7 @@ class WebhookSender:
             )
             raise _Undelivered(str(exc)) from exc
         ok = 200 <= response.status_code < 300
-        on_attempt(
+        await on_attempt(
             WebhookDelivery(
                 attempt=attempt_no,
                 webhook_id=webhook_id,

@@ -10,12 +10,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 from sse_starlette import ServerSentEvent
+from starlette.concurrency import run_in_threadpool
 
 from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
 from api.errors import ApiError, error_responses
 from api.event_models import ANSWER_STREAM, sse_item_schema
 from api.events import done_data, run_failed_data, sse_event, sse_response
 from api.logging import bound, run_id_var
+from api.offload import settle
 from api.schemas import AnswerRequest
 from api.tasks.store import new_id
 from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
@@ -45,11 +47,16 @@ async def create_answer(
     services: ServicesDep,
     accept: Annotated[str | None, Header()] = None,
 ) -> Any:
-    caller = resolve_caller(services, principal, body.question, body.project)
+    # The task and catalog stores block (SQLite, psycopg): their calls run in a thread.
+    caller = await run_in_threadpool(
+        resolve_caller, services, principal, body.question, body.project
+    )
     options = body.run_options()
     run_id = new_id("run")
     run_id_var.set(run_id)  # the request's remaining log lines (access log too) carry it
-    services.tasks.register_run(run_id, principal.user, body.question, kind="answer")
+    await run_in_threadpool(
+        services.tasks.register_run, run_id, principal.user, body.question, kind="answer"
+    )
     if accept and "text/event-stream" in accept:
         return sse_response(
             _stream(services, body.question, caller, options, run_id),
@@ -65,7 +72,7 @@ async def create_answer(
                 timeout=services.settings.answer_timeout_s,
             )
         except TimeoutError as exc:
-            services.tasks.finish_run(run_id, "failed")
+            await run_in_threadpool(services.tasks.finish_run, run_id, "failed")
             raise ApiError(
                 504,
                 "timeout",
@@ -73,9 +80,9 @@ async def create_answer(
                 "post it as a task (/v1/tasks) instead",
             ) from exc
         except BaseException:
-            services.tasks.finish_run(run_id, "failed")
+            await settle(services.tasks.finish_run, run_id, "failed")
             raise
-    services.tasks.finish_run(run_id, "succeeded")
+    await run_in_threadpool(services.tasks.finish_run, run_id, "succeeded")
     return result
 
 
@@ -191,4 +198,4 @@ async def _stream(
         if not runner.done():
             status = "cancelled"  # the client went away: stop the work it asked for
             runner.cancel()
-        services.tasks.finish_run(run_id, status)
+        await settle(services.tasks.finish_run, run_id, status)

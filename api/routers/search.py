@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
 from api.deps import PrincipalDep, ServicesDep, check_scope
 from api.errors import ApiError, error_responses
@@ -33,7 +34,9 @@ async def search(body: SearchRequest, principal: PrincipalDep, services: Service
     if not body.query.strip():
         raise ApiError(422, "invalid_request", "query is blank", field="query")
     project = body.project or principal.project
-    flt = check_scope(services, list(principal.groups), project, field="project")
+    flt = await run_in_threadpool(
+        check_scope, services, list(principal.groups), project, field="project"
+    )
     if body.sources is not None:
         allowed = flt.sources
         narrowed = tuple(s for s in body.sources if allowed is None or s in allowed)

@@ -6,6 +6,7 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
 from api.deps import PrincipalDep, ServicesDep, SyncerDep
 from api.errors import ApiError, error_responses, not_found
@@ -58,10 +59,10 @@ async def sync_source(name: str, principal: SyncerDep, services: ServicesDep) ->
     job for its report."""
     if name not in services.sources.configs:
         raise not_found("configured source")
-    running = services.tasks.active_source_job(name)
+    running = await run_in_threadpool(services.tasks.active_source_job, name)
     if running is not None:
         raise ApiError(409, "sync_in_progress", f"source {name} is already syncing (job {running})")
-    return services.sources.submit(name, principal.user)
+    return await services.sources.submit(name, principal.user)
 
 
 @router.get(

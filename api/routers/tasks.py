@@ -13,12 +13,14 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
 from pydantic import WithJsonSchema
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.concurrency import run_in_threadpool
 
 from api.deps import PrincipalDep, Services, ServicesDep, resolve_caller
 from api.errors import ApiError, error_responses, not_found
 from api.event_models import TASK_STREAM, sse_response_doc
 from api.events import sse_event, sse_response
 from api.logging import run_id_var, task_id_var
+from api.offload import settle
 from api.schemas import TERMINAL, Task, TaskList, TaskRequest
 from api.webhooks import WebhookUrlError, check_destination
 
@@ -52,7 +54,9 @@ async def create_task(
     replay the first response, another body gets 422, and 409 while the first request
     is still being processed."""
     if idempotency_key is not None:
-        claim = services.tasks.idem_begin(principal.user, idempotency_key, _request_hash(body))
+        claim = await run_in_threadpool(
+            services.tasks.idem_begin, principal.user, idempotency_key, _request_hash(body)
+        )
         if claim.outcome == "mismatch":
             raise ApiError(
                 422,
@@ -81,16 +85,18 @@ async def create_task(
         task = await _create(services, principal, body)
     except BaseException:
         if idempotency_key is not None:
-            services.tasks.idem_abandon(principal.user, idempotency_key)
+            await settle(services.tasks.idem_abandon, principal.user, idempotency_key)
         raise
     payload = task.model_dump(mode="json")
     if idempotency_key is not None:
-        services.tasks.idem_finish(principal.user, idempotency_key, payload)
+        await run_in_threadpool(
+            services.tasks.idem_finish, principal.user, idempotency_key, payload
+        )
     return JSONResponse(payload, status_code=202, headers={"Location": f"/v1/tasks/{task.id}"})
 
 
 async def _create(services: Services, principal: Any, body: TaskRequest) -> Task:
-    resolve_caller(services, principal, body.question, body.project)
+    await run_in_threadpool(resolve_caller, services, principal, body.question, body.project)
     if body.webhook_url is not None:
         if not principal.webhook_secret:
             raise ApiError(
@@ -104,15 +110,19 @@ async def _create(services: Services, principal: Any, body: TaskRequest) -> Task
         except WebhookUrlError as exc:
             raise ApiError(422, "webhook_url_refused", str(exc), field="webhook_url") from exc
     cap = services.settings.max_tasks_per_key
-    if services.tasks.count_active(principal.key_id) >= cap:
+    if await run_in_threadpool(services.tasks.count_active, principal.key_id) >= cap:
         raise ApiError(
             429,
             "too_many_tasks",
             f"this API key already has {cap} queued or running tasks",
             headers={"Retry-After": "5"},
         )
-    task = services.tasks.create_task(
-        principal.user, principal.key_id, body.model_dump(mode="json"), body.webhook_url
+    task = await run_in_threadpool(
+        services.tasks.create_task,
+        principal.user,
+        principal.key_id,
+        body.model_dump(mode="json"),
+        body.webhook_url,
     )
     services.pool.notify()
     task_id_var.set(task.id)
@@ -171,12 +181,12 @@ def get_task(task_id: str, principal: PrincipalDep, services: ServicesDep) -> Ta
     responses=error_responses(401, 404, 409),
 )
 async def cancel_task(task_id: str, principal: PrincipalDep, services: ServicesDep) -> Task:
-    task = services.tasks.get_task(task_id, user=principal.user)
+    task = await run_in_threadpool(services.tasks.get_task, task_id, user=principal.user)
     if task is None:
         raise not_found("task")
     if task.status in TERMINAL or not await services.pool.cancel(task_id):
         raise ApiError(409, "already_finished", f"task is already {task.status}")
-    latest = services.tasks.get_task(task_id, user=principal.user)
+    latest = await run_in_threadpool(services.tasks.get_task, task_id, user=principal.user)
     assert latest is not None
     return latest
 
@@ -211,7 +221,7 @@ async def task_events(
         ),
     ] = None,
 ) -> EventSourceResponse:
-    if services.tasks.get_task(task_id, user=principal.user) is None:
+    if await run_in_threadpool(services.tasks.get_task, task_id, user=principal.user) is None:
         raise not_found("task")
     after = int(last_event_id) if last_event_id else 0  # digits only: checked at the edge
     return sse_response(_follow(services, task_id, after), services.settings.sse_ping_s)
@@ -221,13 +231,13 @@ async def _follow(services: Services, task_id: str, after: int) -> AsyncIterator
     last_type = ""
     grace = 3  # re-reads after a terminal status, for a final event still being written
     while True:
-        events = services.tasks.events_after(task_id, after)
+        events = await run_in_threadpool(services.tasks.events_after, task_id, after)
         for event in events:
             after, last_type = event["seq"], event["type"]
             yield sse_event(event["seq"], event["type"], event)
         if events:
             continue
-        row = services.tasks.task_row(task_id)
+        row = await run_in_threadpool(services.tasks.task_row, task_id)
         if row is None or row["status"] in TERMINAL:
             if last_type in ("done", "error") or grace == 0:
                 return

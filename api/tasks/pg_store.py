@@ -5,7 +5,7 @@ as epoch seconds in ``double precision``, JSON as text), so the SQL, the status
 transitions and the row mapping are the shared code in :class:`api.tasks.store.TaskStore`;
 this module supplies the connections, the schema and the locking. Each call is one short
 transaction on a connection from a small psycopg 3 pool; the interface stays
-synchronous like the SQLite store's (calls are short round trips on a local network).
+synchronous like the SQLite store's, and the service calls it in worker threads.
 
 What Postgres changes beyond the SQL dialect:
 

@@ -5,10 +5,12 @@ ownership registry and source-sync jobs.
 ``TaskStore.open(url)`` picks the backend from ``WAYPOINT_TASKS_URL``:
 
 - ``sqlite:///path`` (the default): :class:`SqliteTaskStore` below. Every write is one
-  short transaction (WAL, ``synchronous=NORMAL``), so calls are cheap enough to make from
-  the event loop.
+  short transaction (WAL, ``synchronous=NORMAL``).
 - ``postgresql://...``: :class:`api.tasks.pg_store.PostgresTaskStore` (needs the optional
   ``psycopg`` + ``psycopg-pool`` dependencies), the same tables and semantics.
+
+The interface is synchronous and its calls block (disk, network): the service calls them
+in worker threads (``run_in_threadpool``), never on the event loop.
 """
 
 from __future__ import annotations

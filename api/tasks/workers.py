@@ -29,9 +29,11 @@ import json
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from api.auth import KeyRing
 from api.events import done_data, run_failed_data
@@ -140,12 +142,13 @@ class WorkerPool:
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        self.tasks.heartbeat(self.lease_s)
-        recovered = self.tasks.recover(exclusive=self.tasks.exclusive)
+        await run_in_threadpool(self.tasks.heartbeat, self.lease_s)
+        recovered = await run_in_threadpool(self.tasks.recover, exclusive=self.tasks.exclusive)
         if recovered:
             log.info("recovered after restart", extra=_recovered_fields(recovered))
         self._heartbeat = asyncio.create_task(self._keep_lease(), name="waypoint-lease")
-        for task_id in self.tasks.claim_webhooks(exclusive=self.tasks.exclusive):
+        exclusive = self.tasks.exclusive
+        for task_id in await run_in_threadpool(self.tasks.claim_webhooks, exclusive=exclusive):
             self._spawn_delivery(task_id)
         self._workers = [
             asyncio.create_task(self._worker(i), name=f"waypoint-worker-{i}")
@@ -167,7 +170,7 @@ class WorkerPool:
         self._workers.clear()
         self._heartbeat = None
         try:
-            released = self.tasks.release()
+            released = await run_in_threadpool(self.tasks.release)
         except Exception:  # the database is down: the lease lapses and peers take them back
             log.exception("running tasks not released at stop")
             return
@@ -179,12 +182,9 @@ class WorkerPool:
         while True:
             await asyncio.sleep(self.heartbeat_s)
             try:
-                self.tasks.heartbeat(self.lease_s)
+                await run_in_threadpool(self.tasks.heartbeat, self.lease_s)
                 renewed = time.monotonic()
-                recovered = self.tasks.recover()
-                self.tasks.claim_webhooks()  # those of gone owners become this owner's
-                webhooks = self.tasks.owned_unsent_webhooks()
-                owned = self.tasks.owned_running()
+                recovered, webhooks, owned = await run_in_threadpool(self._take_stock)
             except Exception:  # the database is unreachable now: logged, tried again next beat
                 log.exception("task lease not renewed")
                 if time.monotonic() - renewed > self.lease_s:
@@ -200,7 +200,7 @@ class WorkerPool:
                 # Held in the store but not run here (its run was dropped while the store
                 # was unreachable): back to the queue, for this or another process.
                 log.warning("orphaned task handed back", extra={"task_id": task_id})
-                self._hand_back(task_id)
+                await self._hand_back(task_id)
                 self._wake.set()
             self._drop_runs(
                 {t for t in self._running if t not in owned}, "taken back by another process"
@@ -210,6 +210,14 @@ class WorkerPool:
                 if asked and not runner.done():
                     self._cancel_requested.add(task_id)  # asked of this process elsewhere
                     runner.cancel()
+
+    def _take_stock(self) -> tuple[Recovered, list[str], dict[str, bool]]:
+        """A heartbeat's store work after the lease (in a thread): the work of gone owners
+        taken back, and what this owner now holds: unsent webhooks, running tasks (each
+        with whether a cancel was asked)."""
+        recovered = self.tasks.recover()
+        self.tasks.claim_webhooks()  # those of gone owners become this owner's
+        return recovered, self.tasks.owned_unsent_webhooks(), self.tasks.owned_running()
 
     def _drop_runs(self, task_ids: set[str], why: str) -> None:
         """Stop running these tasks here, recording nothing more for them: another process
@@ -238,15 +246,15 @@ class WorkerPool:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(settled.wait(), 10.0)
             # Taken back from here meanwhile: ask whoever holds it now (or its next claimant).
-            self.tasks.request_cancel(task_id)
+            await run_in_threadpool(self.tasks.request_cancel, task_id)
             return True
-        if self.tasks.request_cancel(task_id):  # running in another process
+        if await run_in_threadpool(self.tasks.request_cancel, task_id):  # in another process
             # Its owner reads the request at its next heartbeat (bounded wait). Should the
             # owner stop first, the task is queued again, still asked to cancel: cancel it
             # here (else its next claimant does).
             deadline = time.monotonic() + 10.0 + self.heartbeat_s
             while time.monotonic() < deadline:
-                row = self.tasks.task_row(task_id)
+                row = await run_in_threadpool(self.tasks.task_row, task_id)
                 if row is None or row["status"] != "running":
                     break
                 await asyncio.sleep(0.2)
@@ -255,18 +263,18 @@ class WorkerPool:
         return False
 
     async def _cancel_queued(self, task_id: str) -> bool:
-        if not self.tasks.cancel_queued(task_id):
+        if not await run_in_threadpool(self.tasks.cancel_queued, task_id):
             return False
         await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
         await self.feed.notify()
-        self._spawn_delivery_if_needed(task_id)
+        await self._spawn_delivery_if_needed(task_id)
         return True
 
     # -------------------------------------------------------------- workers
     async def _worker(self, index: int) -> None:
         while not self._stopping:
             try:
-                row = self.tasks.claim_next()
+                row = await run_in_threadpool(self.tasks.claim_next)
             except Exception:  # the database is unreachable now: logged, tried again
                 log.exception("could not claim a task")
                 row = None
@@ -281,15 +289,16 @@ class WorkerPool:
                     await self._take(row)
                 except Exception:  # the store failed mid-task (a run's own error is recorded)
                     log.exception("task handling failed: handing it back to the queue")
-                    self._hand_back(row["id"])
+                    await self._hand_back(row["id"])
                     await asyncio.sleep(1.0)  # the store is failing: no hot claim loop
                 finally:
                     self._claimed.discard(row["id"])
-                    self._spawn_delivery_if_needed(row["id"])  # e.g. after a failed event write
+                    # e.g. after a failed event write
+                    await self._spawn_delivery_if_needed(row["id"])
 
-    def _hand_back(self, task_id: str) -> None:
+    async def _hand_back(self, task_id: str) -> None:
         try:
-            self.tasks.release(task_id)
+            await run_in_threadpool(self.tasks.release, task_id)
         except Exception:  # still failing: the task goes back when this lease lapses
             log.exception("task not handed back")
 
@@ -301,9 +310,14 @@ class WorkerPool:
         await self._execute(row)
 
     async def _event(self, task_id: str, etype: str, data: dict[str, Any], **kw: Any) -> int:
+        return await run_in_threadpool(self._append_frame, task_id, etype, data, kw)
+
+    def _append_frame(
+        self, task_id: str, etype: str, data: dict[str, Any], extra: dict[str, Any]
+    ) -> int:
         row = self.tasks.task_row(task_id)
         run_id = row["run_id"] if row is not None else ""
-        event = {"run_id": run_id, "type": etype, "ts": time.time(), "data": data, **kw}
+        event = {"run_id": run_id, "type": etype, "ts": time.time(), "data": data, **extra}
         return self.tasks.append_event(task_id, event)
 
     async def _execute(self, row: Any) -> None:
@@ -324,19 +338,25 @@ class WorkerPool:
         # starts says which of the stored events are about to be emitted again.
         redo_from: int | None = None  # the seq of this attempt's first event, until then
 
-        async def on_event(event: TraceEvent) -> None:
+        def record(event: TraceEvent) -> bool:
+            """Store the event and the progress it makes (in a thread); False if this
+            process no longer holds the task."""
             nonlocal progress, redo_from
+            if redo_from is not None and event.type == "node_start" and event.node:
+                # Once: a later step is not where the run started again.
+                before, redo_from = redo_from, None
+                progress = self._replace_redone(task_id, event.node, event.round, before)
+            progress = _progress_from(progress, event)
+            held = self.tasks.set_progress(task_id, progress)
+            if held:
+                self.tasks.append_event(task_id, event.model_dump(mode="json", exclude={"seq"}))
+            return held
+
+        async def on_event(event: TraceEvent) -> None:
             if event.type in _FRAMES:
                 return  # the task's own metadata / done / error events frame the stream
             try:
-                if redo_from is not None and event.type == "node_start" and event.node:
-                    # Once: a later step is not where the run started again.
-                    before, redo_from = redo_from, None
-                    progress = self._replace_redone(task_id, event.node, event.round, before)
-                progress = _progress_from(progress, event)
-                held = self.tasks.set_progress(task_id, progress)
-                if held:
-                    self.tasks.append_event(task_id, event.model_dump(mode="json", exclude={"seq"}))
+                held = await run_in_threadpool(record, event)
             except Exception:  # the store failed: the run goes on (its trace keeps the event)
                 log.exception("task progress not recorded")
                 return
@@ -357,7 +377,7 @@ class WorkerPool:
 
         async def drive() -> ResearchResult:
             if resume:
-                self.tasks.mark_resumed(task_id)
+                await run_in_threadpool(self.tasks.mark_resumed, task_id)
                 try:
                     return await self.researcher.resume(
                         run_id, on_event=on_event, caller_source=caller_source
@@ -397,8 +417,11 @@ class WorkerPool:
             progress.round = result.rounds
             progress.tool_calls = result.tool_calls
             progress.evidence = max(progress.evidence, len(result.evidence))
-            self.tasks.set_progress(task_id, progress)
-            if not self.tasks.finish(task_id, "succeeded", result=result.model_dump(mode="json")):
+            await run_in_threadpool(self.tasks.set_progress, task_id, progress)
+            finished = await run_in_threadpool(
+                self.tasks.finish, task_id, "succeeded", result=result.model_dump(mode="json")
+            )
+            if not finished:
                 log.warning("task finished here after another process took it back")
                 return
             await self._event(task_id, "done", done_data(result))
@@ -434,13 +457,12 @@ class WorkerPool:
 
     async def _finish_failed(self, task_id: str, exc: Exception) -> None:
         err = run_failed_data(exc)
-        if self.tasks.finish(task_id, "failed", error=err):
+        if await run_in_threadpool(self.tasks.finish, task_id, "failed", error=err):
             await self._event(task_id, "error", err)
 
     async def _finish_cancelled(self, task_id: str) -> None:
-        if self.tasks.finish(
-            task_id, "cancelled", error={"code": "cancelled", "message": "cancelled by the caller"}
-        ):
+        cancelled = {"code": "cancelled", "message": "cancelled by the caller"}
+        if await run_in_threadpool(self.tasks.finish, task_id, "cancelled", error=cancelled):
             await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
             log.info("task cancelled")
 
@@ -461,9 +483,9 @@ class WorkerPool:
         return current
 
     # ------------------------------------------------------------- webhooks
-    def _spawn_delivery_if_needed(self, task_id: str) -> None:
+    async def _spawn_delivery_if_needed(self, task_id: str) -> None:
         try:
-            row = self.tasks.task_row(task_id)
+            row = await run_in_threadpool(self.tasks.task_row, task_id)
         except Exception:  # unreachable now: the next heartbeat sends this owner's own
             log.exception("webhook not started")
             return
@@ -486,50 +508,74 @@ class WorkerPool:
         t.add_done_callback(lambda _: self._delivering.discard(task_id))
 
     async def _deliver(self, task_id: str) -> None:
-        row = self.tasks.task_row(task_id)
+        row = await run_in_threadpool(self.tasks.task_row, task_id)
         if row is None:
             return
         with bound(task_id=task_id, run_id=row["run_id"]):
-            principal = self.keys.by_key_id(row["key_id"])
-            if principal is None or not principal.webhook_secret:
-                log.warning("webhook not sent: the task's key has no webhook secret any more")
-                self.tasks.set_webhook_state(task_id, "failed")
+            outgoing = await run_in_threadpool(self._prepare_delivery, row)
+            if outgoing is None:
                 return
-            task = self.tasks.get_task(task_id)
-            assert task is not None
-            body = json.dumps(
-                {
-                    "type": f"task.{task.status}",
-                    "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "data": task.model_dump(mode="json", exclude={"webhook"}),
-                },
-                separators=(",", ":"),
-            )
-            webhook_id, body = self.tasks.prepare_webhook(task_id, f"msg_{uuid.uuid4().hex}", body)
-            # An attempt still in flight in the log was cut short by a stop: it may have
-            # arrived. It keeps its number (and says so); this send numbers after it.
-            if self.tasks.interrupt_deliveries(task_id):
-                log.warning("webhook attempt interrupted by a stop: sending again, same id")
-            first = self.tasks.count_deliveries(task_id) + 1
-            last = max(first, self.sender.max_attempts)  # the sender's last attempt number
-            # Each attempt is logged before it is sent, completed after: a stop mid-send
-            # leaves it in the log (the receiver deduplicates on the webhook id).
-            self.tasks.begin_delivery(task_id, first, webhook_id)
+            # The sender's last attempt number.
+            last = max(outgoing.first_attempt, self.sender.max_attempts)
 
-            def log_attempt(delivery: WebhookDelivery) -> None:
-                self.tasks.log_delivery(task_id, delivery)
-                if not delivery.ok and delivery.attempt < last:  # the sender tries again
-                    self.tasks.begin_delivery(task_id, delivery.attempt + 1, webhook_id)
+            async def log_attempt(delivery: WebhookDelivery) -> None:
+                await run_in_threadpool(self._log_attempt, task_id, delivery, last)
 
             ok = await self.sender.deliver(
                 row["webhook_url"],
-                principal.webhook_secret,
-                webhook_id,
-                body,
+                outgoing.secret,
+                outgoing.webhook_id,
+                outgoing.body,
                 log_attempt,
-                first_attempt=first,
+                first_attempt=outgoing.first_attempt,
             )
-            self.tasks.set_webhook_state(task_id, "delivered" if ok else "failed")
+            await run_in_threadpool(
+                self.tasks.set_webhook_state, task_id, "delivered" if ok else "failed"
+            )
+
+    def _prepare_delivery(self, row: Any) -> _Outgoing | None:
+        """The webhook of a finished task, ready to send (in a thread): its body and id
+        fixed once, its first attempt logged in flight. None if it cannot be signed."""
+        task_id = row["id"]
+        principal = self.keys.by_key_id(row["key_id"])
+        if principal is None or not principal.webhook_secret:
+            log.warning("webhook not sent: the task's key has no webhook secret any more")
+            self.tasks.set_webhook_state(task_id, "failed")
+            return None
+        task = self.tasks.get_task(task_id)
+        assert task is not None
+        body = json.dumps(
+            {
+                "type": f"task.{task.status}",
+                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "data": task.model_dump(mode="json", exclude={"webhook"}),
+            },
+            separators=(",", ":"),
+        )
+        webhook_id, body = self.tasks.prepare_webhook(task_id, f"msg_{uuid.uuid4().hex}", body)
+        # An attempt still in flight in the log was cut short by a stop: it may have
+        # arrived. It keeps its number (and says so); this send numbers after it.
+        if self.tasks.interrupt_deliveries(task_id):
+            log.warning("webhook attempt interrupted by a stop: sending again, same id")
+        first = self.tasks.count_deliveries(task_id) + 1
+        # Each attempt is logged before it is sent, completed after: a stop mid-send
+        # leaves it in the log (the receiver deduplicates on the webhook id).
+        self.tasks.begin_delivery(task_id, first, webhook_id)
+        return _Outgoing(principal.webhook_secret, webhook_id, body, first)
+
+    def _log_attempt(self, task_id: str, delivery: WebhookDelivery, last: int) -> None:
+        """An attempt's outcome; the next one logged in flight if the sender tries again."""
+        self.tasks.log_delivery(task_id, delivery)
+        if not delivery.ok and delivery.attempt < last:
+            self.tasks.begin_delivery(task_id, delivery.attempt + 1, delivery.webhook_id)
+
+
+@dataclass(frozen=True)
+class _Outgoing:
+    secret: str
+    webhook_id: str
+    body: str
+    first_attempt: int
 
 
 def _recovered_fields(recovered: Recovered) -> dict[str, int]:

@@ -307,7 +307,11 @@ async def test_delivery_connects_to_the_address_it_checked(
         transport=httpx.MockTransport(handler),
     )
     attempts: list[Any] = []
-    assert await sender.deliver(url, webhooks_secret(), "msg_1", '{"a":1}', attempts.append)
+
+    async def record(attempt: Any) -> None:
+        attempts.append(attempt)
+
+    assert await sender.deliver(url, webhooks_secret(), "msg_1", '{"a":1}', record)
     assert looked_up == ["hooks.example.com"]  # one look-up: the connection reuses it
     (request,) = seen
     assert str(request.url) == expect_url
