@@ -36,6 +36,7 @@ async def test_mcp_tools_over_stdio_under_the_keys_acl(built_index: Path, tmp_pa
                 "search_knowledge",
                 "lookup_entity",
                 "get_document",
+                "get_links",
                 "get_neighbors",
             }
             assert all(t.annotations.read_only_hint for t in tools.values())

@@ -110,7 +110,13 @@ async def test_mcp_tools_over_streamable_http_under_the_keys_acl(
         seen[key] = {"tools": tools, "found": found, "secret": secret, "too_many": too_many}
 
     tools = seen["key-ana"]["tools"]
-    assert set(tools) == {"search_knowledge", "lookup_entity", "get_document", "get_neighbors"}
+    assert set(tools) == {
+        "search_knowledge",
+        "lookup_entity",
+        "get_document",
+        "get_links",
+        "get_neighbors",
+    }
     for tool in tools.values():
         assert tool.annotations.read_only_hint is True
         assert tool.annotations.destructive_hint is False
