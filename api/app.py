@@ -199,7 +199,14 @@ def assemble(
         allow_private=settings.webhook_allow_private,
     )
     pool = WorkerPool(
-        tasks, researcher, sender, keys, settings.task_workers, feed, settings.task_lease_s
+        tasks,
+        researcher,
+        sender,
+        keys,
+        settings.task_workers,
+        feed,
+        settings.task_lease_s,
+        retention_s=settings.retention_days * 86_400,
     )
     sources = SourceSync(store, tasks, load_sources_file(settings.sources_file))
     return Services(

@@ -58,6 +58,13 @@ class ApiSettings(BaseSettings):
         description="keep what start-up loaded (models, indexes) out of full GC passes",
     )
     tasks_page_max: int = 100
+    retention_days: float = Field(
+        default=30.0,
+        ge=0,
+        description="finished tasks (their events and webhook deliveries), finished runs, "
+        "done idempotency keys and sync jobs older than this are deleted, checked hourly "
+        "by the task workers; 0 keeps everything",
+    )
 
     # Webhooks (Standard Webhooks signing).
     webhook_allow_private: bool = False

@@ -210,6 +210,28 @@ class Recovered:
         return bool(self.tasks or self.idempotency_keys or self.source_jobs)
 
 
+@dataclass
+class Pruned:
+    """What :meth:`TaskStore.prune` deleted."""
+
+    tasks: int = 0  # finished tasks, with their events, deliveries and run entries
+    runs: int = 0  # finished answer and CLI runs (the run registry, not their traces)
+    idempotency_keys: int = 0
+    source_jobs: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.tasks or self.runs or self.idempotency_keys or self.source_jobs)
+
+
+# Finished tasks a retention pass may delete: ended before the cutoff, webhook settled
+# (a pending one is still to be sent, whatever its age).
+_EXPIRED_TASKS = (
+    "SELECT id FROM tasks WHERE status IN ('succeeded', 'failed', 'cancelled')"
+    " AND finished_at < ? AND webhook_state <> 'pending'"
+)
+# Tasks deleted per transaction: a long retention pass never holds the write lock long.
+PRUNE_BATCH = 500
+
 # A stored row: sqlite3.Row or a dict (Postgres); both are read as row["column"].
 TaskRow = Any
 
@@ -693,6 +715,38 @@ class TaskStore(ABC):
             "DELETE FROM idempotency WHERE \"user\" = ? AND key = ? AND state = 'creating'",
             (user, key),
         )
+
+    # ------------------------------------------------------------ retention
+    def prune(self, before: float) -> Pruned:
+        """Delete what ended before ``before`` (epoch seconds): finished tasks with their
+        events, webhook deliveries and run entries; finished answer and CLI runs; done
+        idempotency keys created before it; finished source-sync jobs. Queued and running
+        work, and webhooks not yet sent, stay whatever their age."""
+        pruned = Pruned()
+        while True:
+            with self._tx() as db:
+                ids = [r["id"] for r in db.all(f"{_EXPIRED_TASKS} LIMIT ?", (before, PRUNE_BATCH))]
+                if not ids:
+                    break
+                marks = ", ".join("?" for _ in ids)
+                for table in ("task_events", "deliveries", "runs"):
+                    db.rowcount(f"DELETE FROM {table} WHERE task_id IN ({marks})", tuple(ids))
+                pruned.tasks += db.rowcount(f"DELETE FROM tasks WHERE id IN ({marks})", tuple(ids))
+        with self._tx() as db:
+            pruned.runs = db.rowcount(
+                "DELETE FROM runs WHERE task_id IS NULL AND status <> 'running'"
+                " AND finished_at < ?",
+                (before,),
+            )
+            pruned.idempotency_keys = db.rowcount(
+                "DELETE FROM idempotency WHERE state = 'done' AND created_at < ?", (before,)
+            )
+            pruned.source_jobs = db.rowcount(
+                "DELETE FROM source_jobs WHERE status IN ('succeeded', 'failed')"
+                " AND finished_at < ?",
+                (before,),
+            )
+        return pruned
 
     # ----------------------------------------------------------------- runs
     def register_run(self, run_id: str, user: str, question: str, kind: str = "answer") -> None:

@@ -29,7 +29,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from pydantic import ValidationError
@@ -115,9 +115,16 @@ class WorkerPool:
         workers: int,
         feed: ChangeFeed | None = None,
         lease_s: float = 30.0,
+        retention_s: float = 0.0,
+        prune_every_s: float = 3600.0,
     ) -> None:
         self.tasks = tasks
         self.lease_s = lease_s
+        # Finished work older than this is deleted (TaskStore.prune), checked at the first
+        # heartbeat and every ``prune_every_s`` after; 0 keeps everything.
+        self.retention_s = retention_s
+        self.prune_every_s = prune_every_s
+        self._next_prune = 0.0
         # Renewed well inside the lease, and often enough that a cancel asked of another
         # process is read within a few seconds.
         self.heartbeat_s = min(lease_s / 3, 5.0)
@@ -210,6 +217,19 @@ class WorkerPool:
                 if asked and not runner.done():
                     self._cancel_requested.add(task_id)  # asked of this process elsewhere
                     runner.cancel()
+            if self.retention_s and time.monotonic() >= self._next_prune:
+                self._next_prune = time.monotonic() + self.prune_every_s
+                await self._prune()
+
+    async def _prune(self) -> None:
+        before = time.time() - self.retention_s
+        try:
+            pruned = await run_in_threadpool(self.tasks.prune, before)
+        except Exception:  # the database is unreachable now: logged, tried at the next pass
+            log.exception("retention pass failed")
+            return
+        if pruned:
+            log.info("retention: finished work deleted", extra=asdict(pruned))
 
     def _take_stock(self) -> tuple[Recovered, list[str], dict[str, bool]]:
         """A heartbeat's store work after the lease (in a thread): the work of gone owners
