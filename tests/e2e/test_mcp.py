@@ -11,6 +11,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.e2e.conftest import KEYS, SECRET_MARKER, WAYPOINT
+from tools.catalog import DEFAULT_TOOLS
 
 pytestmark = pytest.mark.e2e
 
@@ -32,13 +33,8 @@ async def test_mcp_tools_over_stdio_under_the_keys_acl(built_index: Path, tmp_pa
     for key in ("key-ana", "key-hana"):
         async with Client(_params(built_index, tmp_path, key), read_timeout_seconds=120) as c:
             tools = {t.name: t for t in (await c.list_tools()).tools}
-            assert set(tools) == {
-                "search_knowledge",
-                "lookup_entity",
-                "get_document",
-                "get_links",
-                "get_neighbors",
-            }
+            # every tool of the research loop's catalog, as the loop sees it
+            assert set(tools) == {t.name for t in DEFAULT_TOOLS}
             assert all(t.annotations.read_only_hint for t in tools.values())
             assert all(t.output_schema for t in tools.values())
             found = await c.call_tool(

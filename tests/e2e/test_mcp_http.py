@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 
 from tests.e2e.conftest import SECRET_MARKER, WAYPOINT, free_port, mcp_env, wait_for
+from tools.catalog import DEFAULT_TOOLS
 
 pytestmark = pytest.mark.e2e
 
@@ -110,13 +111,8 @@ async def test_mcp_tools_over_streamable_http_under_the_keys_acl(
         seen[key] = {"tools": tools, "found": found, "secret": secret, "too_many": too_many}
 
     tools = seen["key-ana"]["tools"]
-    assert set(tools) == {
-        "search_knowledge",
-        "lookup_entity",
-        "get_document",
-        "get_links",
-        "get_neighbors",
-    }
+    # every tool of the research loop's catalog, as the loop sees it
+    assert set(tools) == {t.name for t in DEFAULT_TOOLS}
     for tool in tools.values():
         assert tool.annotations.read_only_hint is True
         assert tool.annotations.destructive_hint is False
