@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 BASE_STAMP := $(VENV)/.waypoint-base
 DEV_STAMP := $(VENV)/.waypoint-dev
 STAMP := $(VENV)/.waypoint-setup
+# Every package's version (default install, dev and postgres extras; torch aside): `make lock`.
+LOCK := requirements.lock
 LLAMA := llama-cpp-python==0.3.36
 LLAMA_SERVER := llama-cpp-python[server]==0.3.36
 LLAMA_MARK := $(VENV)/.llama-generic-0.3.36
@@ -17,7 +19,7 @@ export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
 DEMO_QUESTION ?= Ticket OPS-142 reports a spike of ERR-4012 errors. Who leads the team that owns the affected service?
 say = @printf '\n==> %s\n' "$(1)"
 
-.PHONY: setup setup-demo demo test test-unit test-integration test-e2e lint bench clean help pydocs fuzz
+.PHONY: setup setup-demo demo test test-unit test-integration test-e2e lint bench clean help pydocs fuzz lock
 
 help:
 	@echo "make demo   venv + Python packages, ingest the sample corpus, answer a multi-hop question"
@@ -25,21 +27,23 @@ help:
 	@echo "make test   install everything and run unit, integration and e2e tests"
 	@echo "make lint   ruff + mypy"
 	@echo "make bench  benchmarks (figures printed and written as JSON under benchmarks/results)"
+	@echo "make lock   re-pin requirements.lock after a dependency change in pyproject.toml"
 
 # What the demo needs: the venv and the Python packages.
-$(BASE_STAMP): pyproject.toml Makefile
+$(BASE_STAMP): pyproject.toml $(LOCK) Makefile
 	$(call say,Python venv and packages (torch CPU wheel, Waypoint and its dependencies): a few minutes)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The local CPU wheel first; any other torch spec may pull a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e .
+	# The versions of the lock (pip constraints): a fresh install is the tested one.
+	$(BIN)/pip install -q -c $(LOCK) -e .
 	touch $@
 
 # Lint and test tools, the Postgres drivers.
 $(DEV_STAMP): $(BASE_STAMP)
 	$(call say,test and lint tools (pytest, ruff, mypy) and the Postgres drivers)
-	$(BIN)/pip install -q -e '.[dev,postgres]'
+	$(BIN)/pip install -q -c $(LOCK) -e '.[dev,postgres]'
 	touch $@
 
 # The rest of what the tests use: a local LLM server, a browser, a PostgreSQL server.
@@ -58,7 +62,7 @@ $(STAMP): $(DEV_STAMP)
 	    printf '\n==> building llama.cpp from source (generic CPU): 10-30 minutes\n'; \
 	    CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(LLAMA_WHEELS) '$(LLAMA)'; }; \
 	  $(BIN)/pip install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl && \
-	  $(BIN)/pip install -q '$(LLAMA_SERVER)' && touch $(LLAMA_MARK); }
+	  $(BIN)/pip install -q -c $(LOCK) '$(LLAMA_SERVER)' && touch $(LLAMA_MARK); }
 	# Headless Chromium for the /ui browser test (Debian package).
 	command -v chromium >/dev/null || { printf '\n==> apt-get install chromium (the /ui browser test)\n'; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
@@ -138,6 +142,18 @@ bench: setup
 pydocs:
 	test -f /usr/share/doc/python3/html/library/functools.html || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-doc >/dev/null)
 	$(PY) evalsets/pydocs/build.py
+
+# Re-pin after changing dependencies in pyproject.toml (UPGRADE=1: newest versions allowed,
+# else the current pins are kept where they still fit). Resolved for the Python and
+# platform of this venv, with pip's find-links (the local CPU torch wheel) so torch's
+# dependencies are the CPU build's; torch itself stays out (installed by its version).
+lock:
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	test -x $(BIN)/uv || $(BIN)/pip install -q 'uv>=0.9,<1'
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra postgres --python $(BIN)/python \
+	  $(if $(UPGRADE),--upgrade) --no-emit-package torch --custom-compile-command 'make lock' \
+	  $$(for d in $$($(BIN)/pip config get global.find-links 2>/dev/null); do echo --find-links $$d; done) \
+	  -o $(LOCK)
 
 clean:
 	rm -rf .waypoint .pytest_cache .mypy_cache .ruff_cache
