@@ -4,6 +4,9 @@ The file names each source the service may sync::
 
     {"sources": {"wiki": {"path": "/data/wiki", "acl": ["eng"], "project": "core"}}}
 
+A git repository's entry may name the ``ref`` to index (default ``HEAD``); its sync reads
+the files changed since the commit indexed before and deletes the removed ones.
+
 A sync runs the connector and the ingest in a worker thread (both are blocking), one job
 per source at a time; the job's report lands in the task store.
 """
@@ -31,6 +34,7 @@ class SourceConfig(BaseModel):
     path: Path
     acl: list[str] | None = None
     project: str | None = None
+    ref: str | None = None  # a git repository's branch, tag or commit
 
 
 class SourcesFileError(ValueError):
@@ -99,18 +103,21 @@ class SourceSync:
             log.info("source synced", extra={"source": name, **report})
 
     def _sync_blocking(self, name: str, cfg: SourceConfig) -> tuple[dict[str, Any], list[str]]:
-        from retrieval.connectors import load_path
+        from retrieval.sync import ingest_path
 
-        loaded = load_path(cfg.path, source=name, acl=cfg.acl, project=cfg.project)
-        report = self.store.ingest(
-            loaded.records, project=cfg.project, origin=str(Path(cfg.path).resolve())
+        synced = ingest_path(
+            self.store, Path(cfg.path), source=name, acl=cfg.acl, project=cfg.project, ref=cfg.ref
         )
+        loaded, report = synced.loaded, synced.report
         failures = [f"{p}: {r}" for p, r in [*loaded.failures, *report.failed]]
-        summary = {
+        summary: dict[str, Any] = {
             "added": report.added,
             "updated": report.updated,
             "unchanged": report.unchanged,
+            "deleted": report.deleted,
             "records_indexed": report.records_indexed,
             "seconds": round(report.seconds, 3),
         }
+        if loaded.version:
+            summary["version"] = loaded.version
         return summary, failures
