@@ -56,7 +56,8 @@ async def test_get_links_over_mcp_under_the_keys_acl(tmp_path: Path) -> None:
         )
         async with Client(params, read_timeout_seconds=120) as c:
             tools = {t.name: t for t in (await c.list_tools()).tools}
-            assert tools["get_links"].annotations.read_only_hint is True
+            annotations = tools["get_links"].annotations
+            assert annotations is not None and annotations.read_only_hint is True
             out = await c.call_tool("get_links", {"doc": "wiki:payments.md", "direction": "out"})
             inward = await c.call_tool(
                 "get_links", {"doc": "wiki:payments.md#0", "direction": "in"}

@@ -6,7 +6,6 @@ changed file re-embedded, the deleted one gone from both engines, all in one ste
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from retrieval.embedding import Embedder
 from retrieval.engines.base import SearchFilter
 from retrieval.records import Meta
 from retrieval.sync import ingest_path
+from tests.integration.git_repo import git
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
 
@@ -50,23 +50,6 @@ export class CurrencyTable {
   lookup(code) { return code; }
 }
 """
-
-
-def git(repo: Path, *args: str, author: str = "Ada Lovelace") -> str:
-    env = {
-        "GIT_AUTHOR_NAME": author,
-        "GIT_AUTHOR_EMAIL": "ada@example.com",
-        "GIT_COMMITTER_NAME": author,
-        "GIT_COMMITTER_EMAIL": "ada@example.com",
-        "GIT_AUTHOR_DATE": "2026-03-04T10:00:00+02:00",
-        "GIT_COMMITTER_DATE": "2026-03-04T10:00:00+02:00",
-        "HOME": str(repo),
-        "PATH": "/usr/bin:/bin:/usr/local/bin",
-    }
-    done = subprocess.run(
-        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture
@@ -209,3 +192,36 @@ def test_a_new_acl_reads_every_file_again(store, repo):
     assert again.report.updated == len(documents) == 4  # fixtures.sql under the default cap
     assert again.report.embeddings == 0  # an ACL change keeps every vector
     assert all(d.acl == ["eng"] for d in store.catalog.documents("code"))
+
+
+def test_long_code_fits_what_the_model_reads(tmp_path):
+    from retrieval.chunking import model_tokenizer
+    from retrieval.connectors import load_path
+    from retrieval.settings import RetrievalSettings
+    from retrieval.store import embedding_text
+
+    root = tmp_path / "big"
+    root.mkdir()
+    body = "".join(
+        f"    total += ledger_entry_{i}.amount * rate_{i}  # row {i}\n" for i in range(400)
+    )
+    (root / "reconcile.py").write_text(f"def reconcile(entries):\n    total = 0\n{body}")
+    (root / "schema.sql").write_text("".join(f"create table t{i} (id int);\n" for i in range(300)))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "big")
+    tokenizer = model_tokenizer(RetrievalSettings().embedding_model)
+    assert tokenizer is not None
+    loaded = load_path(root, source="code")
+    by_doc: dict[str, int] = {}
+    for r in loaded.records:
+        by_doc[r.doc_id] = by_doc.get(r.doc_id, 0) + 1
+        assert tokenizer.count(embedding_text(r)) <= tokenizer.max_length
+        text = (root / r.metadata["path"]).read_text()
+        assert text[r.metadata[Meta.CHAR_START] : r.metadata[Meta.CHAR_END]] == r.text
+    assert by_doc["code:reconcile.py"] > 3 and by_doc["code:schema.sql"] > 3
+    assert all(
+        r.metadata[Meta.HEADING_PATH] == ["reconcile"]
+        for r in loaded.records
+        if r.doc_id == "code:reconcile.py"
+    )
