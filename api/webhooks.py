@@ -1,16 +1,15 @@
 """Standard Webhooks: signing, verification, destination checks and delivery with retries.
 
 Signature: ``webhook-signature: v1,<base64(HMAC-SHA256(key, f"{id}.{timestamp}.{body}"))>``
-where ``key`` is the base64-decoded part of the secret after ``whsec_``. The id stays the
-same on every retry and after a restart, so a receiver that deduplicates on
-``webhook-id`` processes each result exactly once.
+where ``key`` is the base64-decoded part of the secret after ``whsec_``, computed by the
+spec's reference library (``standardwebhooks``), so any receiver using it verifies ours.
+The id stays the same on every retry and after a restart, so a receiver that deduplicates
+on ``webhook-id`` processes each result exactly once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import hmac
 import ipaddress
 import logging
@@ -23,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+from standardwebhooks import Webhook
 from tenacity import (
     AsyncRetrying,
     RetryError,
@@ -47,17 +47,12 @@ class WebhookUrlError(ValueError):
     """A webhook destination the service refuses to call."""
 
 
-def _secret_bytes(secret: str) -> bytes:
+def sign(secret: str, webhook_id: str, timestamp: int, body: bytes | str) -> str:
+    """``v1,<signature>`` of the body as sent, by the Standard Webhooks reference library."""
     if not secret.startswith("whsec_"):
         raise ValueError("a webhook secret starts with whsec_")
-    return base64.b64decode(secret.removeprefix("whsec_"))
-
-
-def sign(secret: str, webhook_id: str, timestamp: int, body: bytes | str) -> str:
-    payload = body.encode("utf-8") if isinstance(body, str) else body
-    to_sign = f"{webhook_id}.{timestamp}.".encode() + payload
-    digest = hmac.new(_secret_bytes(secret), to_sign, hashlib.sha256).digest()
-    return "v1," + base64.b64encode(digest).decode("ascii")
+    payload = body.decode("utf-8") if isinstance(body, bytes) else body
+    return str(Webhook(secret).sign(webhook_id, datetime.fromtimestamp(timestamp, UTC), payload))
 
 
 def signed_headers(
@@ -98,7 +93,10 @@ def verify(
     current = time.time() if now is None else now
     if abs(current - timestamp) > tolerance_s:
         raise WebhookVerificationError("webhook-timestamp outside the tolerance window")
-    expected = sign(secret, webhook_id, timestamp, body).split(",", 1)[1]
+    try:
+        expected = sign(secret, webhook_id, timestamp, body).split(",", 1)[1]
+    except UnicodeDecodeError:
+        raise WebhookVerificationError("the body is not UTF-8") from None
     for candidate in sig_header.split():
         version, _, value = candidate.partition(",")
         if version == "v1" and hmac.compare_digest(value, expected):

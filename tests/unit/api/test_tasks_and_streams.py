@@ -435,9 +435,11 @@ class Receiver:
         return httpx.Response(204)
 
 
-async def test_webhook_signed_retried_same_id(harness: Harness) -> None:
-    receiver = Receiver(fail_first=1)
-    async for client in _client_for(harness):
+async def webhook_sent(harness: Harness, receiver: Receiver) -> dict[str, Any]:
+    """A task with a webhook, run until its webhook is no longer pending, sent to
+    ``receiver``; the task as the API then shows it."""
+    t: dict[str, Any] = {}
+    async for client in _client_for(harness):  # to its end: the service stops cleanly
         assert harness.services is not None
         harness.services.pool.sender.transport = httpx.MockTransport(receiver.handler)
         body = {"question": "q", "webhook_url": "http://127.0.0.1:1/hook"}
@@ -447,6 +449,13 @@ async def test_webhook_signed_retried_same_id(harness: Harness) -> None:
             if t["webhook"]["state"] != "pending":
                 break
             await asyncio.sleep(0.01)
+    assert t.get("webhook", {}).get("state", "pending") != "pending", t
+    return t
+
+
+async def test_webhook_signed_retried_same_id(harness: Harness) -> None:
+    receiver = Receiver(fail_first=1)
+    task = t = await webhook_sent(harness, receiver)
     assert t["webhook"]["state"] == "delivered"
     assert [d["ok"] for d in t["webhook"]["deliveries"]] == [False, True]
     ids = {h["webhook-id"] for h, _ in receiver.calls}
