@@ -79,6 +79,9 @@ _round_handler: contextvars.ContextVar[BaseCallbackHandler | None] = contextvars
 register_configure_hook(_round_handler, inheritable=True)
 
 
+_OPENS_A_ROUND = ("round", "plan")
+
+
 class RoundSpans(BaseCallbackHandler):
     """Opens a ``round`` span when a node of a new round starts and makes it the current
     span for that node's work; closes it when the next round or synthesis begins, or the
@@ -120,8 +123,9 @@ class RoundSpans(BaseCallbackHandler):
             otel_context.attach(self._parent or otel_context.get_current())
             return
         state = inputs if isinstance(inputs, dict) else {}
-        # The plan node opens the next round; every other node works in the current one.
-        round_no = int(state.get("round") or 0) + (1 if node == "plan" else 0)
+        # The node that opens a round (the round subgraph, or a flat graph's plan step)
+        # works on the next round number; every other node on the current one.
+        round_no = int(state.get("round") or 0) + (1 if node in _OPENS_A_ROUND else 0)
         if self._round is None or self._round[0] != round_no:
             self._close_round()
             span = tracer.start_span(
