@@ -90,8 +90,8 @@ class RoundSpans(BaseCallbackHandler):
     LangGraph starts each node's callbacks in the task that drives the graph and runs the
     node in a copy of that task's context, so setting the current span at node start is
     what the node's tool calls and LLM requests see. Nothing is detached at node end: the
-    end callback runs in another context; ``agent_span`` runs the graph in a task of its
-    own (``traced_run``), so what is set here never outlives the run.
+    end callback runs in another context; ``traced_run`` runs the graph in a task of its
+    own, so what is set here never outlives the run.
     """
 
     run_inline = True  # called in the driving task, not in a thread: the context is shared
