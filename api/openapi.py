@@ -32,10 +32,51 @@ def _task_finished(
     webhook_timestamp: Annotated[str, Header(description=_WEBHOOK_HEADERS["webhook_timestamp"])],
     webhook_signature: Annotated[str, Header(description=_WEBHOOK_HEADERS["webhook_signature"])],
 ) -> None:
-    """A task with a ``webhook_url`` ended (succeeded, failed or was cancelled): the
+    """A task with a `webhook_url` ended (succeeded, failed or was cancelled): the
     service POSTs its final state there, signed per Standard Webhooks
-    (https://www.standardwebhooks.com). Answer 2xx to acknowledge; anything else, or no
-    answer within the timeout, is retried with backoff under the same ``webhook-id``."""
+    (https://www.standardwebhooks.com): verify the signature and the timestamp, then
+    deduplicate on `webhook-id`."""
+
+
+# What the service makes of a receiver's answer (FastAPI would document the receiver as
+# one of its own routes: a JSON 200 and a 422).
+_RECEIVER_RESPONSES = {
+    "2XX": {"description": "Received: the delivery is done"},
+    "default": {
+        "description": "Anything else, or no answer within the timeout: sent again with "
+        "backoff, same webhook-id, until the attempts run out"
+    },
+}
+_ERROR_BODY = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+# What every route that needs a key may answer, besides its own responses.
+_KEYED = {
+    "401": "No key, or a key the auth file does not hold",
+    "429": "Too many requests for this key (the per-key rate limit); retry after Retry-After",
+}
+
+
+def _keyed_errors(document: dict[str, Any]) -> None:
+    """Every error is the one JSON error body (FastAPI documents its own 422 shape, which
+    this API never sends), and every keyed route says it may answer 401 and 429."""
+    for path_item in document.get("paths", {}).values():
+        for operation in path_item.values():
+            responses = operation.setdefault("responses", {})
+            for response in responses.values():
+                json_content = response.get("content", {}).get("application/json", {})
+                if json_content.get("schema", {}).get("$ref", "").endswith("/HTTPValidationError"):
+                    response["content"] = _ERROR_BODY
+            if not operation.get("security"):
+                continue
+            for status, description in _KEYED.items():
+                responses.setdefault(status, {"content": _ERROR_BODY})
+                responses[status]["description"] = description
+            responses["429"]["headers"] = {
+                "Retry-After": {
+                    "description": "seconds to wait",
+                    "schema": {"type": "integer", "minimum": 1},
+                }
+            }
+            operation["responses"] = dict(sorted(responses.items()))
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -46,8 +87,6 @@ def install_openapi(app: FastAPI) -> None:
         methods=["POST"],
         operation_id="task_finished",
         summary="A task ended",
-        status_code=200,
-        responses={200: {"description": "Received (any 2xx)"}},
     )
     generate: Callable[[], dict[str, Any]] = app.openapi
 
@@ -62,6 +101,12 @@ def install_openapi(app: FastAPI) -> None:
         )
         for name, schema in defs.get("$defs", {}).items():
             schemas.setdefault(name, schema)
+        _keyed_errors(document)
+        for path_item in document.get("webhooks", {}).values():
+            for operation in path_item.values():
+                operation["responses"] = dict(_RECEIVER_RESPONSES)
+        for name in ("HTTPValidationError", "ValidationError"):  # replaced by ErrorBody
+            schemas.pop(name, None)
         document["components"]["schemas"] = dict(sorted(schemas.items()))
         app.openapi_schema = document
         return document

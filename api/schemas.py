@@ -6,10 +6,11 @@ silently ignored.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from api.errors import ErrorDetail
 from graph.models import ResearchResult, RunOptions, TraceEvent
@@ -30,6 +31,24 @@ WEBHOOK_URL_PATTERN = (
     r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9._~%!$&'()*+,;=:-]+@)?[A-Za-z0-9._~-]+"
     rf"(:{_PORT})?([/?#]\S*)?$"
 )
+
+# RFC 3339, what the schema's date-time format means: a date, a time and an offset.
+_RFC3339 = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
+
+
+def _rfc3339(value: Any) -> Any:
+    # pydantic's lax mode also reads a number, "0", a bare date or a time without offset
+    # as a datetime; the schema promises RFC 3339 only, so only that is read.
+    if isinstance(value, str) and not _RFC3339.match(value):
+        raise ValueError("must be an RFC 3339 date-time with an offset, e.g. 2026-01-31T09:00:00Z")
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be an RFC 3339 date-time string")
+    return value
+
+
+DateTime = Annotated[datetime, BeforeValidator(_rfc3339)]
 
 PROJECT_DESCRIPTION = (
     "Scope; default: the key's project. A project that does not exist and one holding "
@@ -196,10 +215,8 @@ class SearchRequest(SearchOptions):
     project: str | None = Field(
         default=None, max_length=MAX_NAME_CHARS, description=PROJECT_DESCRIPTION
     )
-    # Strict: an RFC 3339 string only, as the schema's date-time format says (a number is
-    # no time here, though the library's lax mode reads it as epoch seconds).
-    time_from: datetime | None = Field(default=None, strict=True)
-    time_to: datetime | None = Field(default=None, strict=True)
+    time_from: DateTime | None = None
+    time_to: DateTime | None = None
     # No engine answers in less: a smaller timeout only fails every leg.
     leg_timeout_s: float = Field(default=30.0, ge=MIN_LEG_TIMEOUT_S, le=MAX_LEG_TIMEOUT_S)
 
