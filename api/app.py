@@ -39,7 +39,8 @@ from api.telemetry import (
     HttpMetrics,
     TelemetrySettings,
     TracedResearcher,
-    instrument,
+    configure_tracing,
+    http_telemetry,
 )
 from retrieval.engines.base import is_engine_panic
 from retrieval.health import Finding
@@ -280,6 +281,7 @@ def create_app(
         description="Agentic research over your organisation's knowledge, with cited answers.",
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        telemetry=http_telemetry(),
     )
     install_error_handlers(app)
     install_openapi(app)
@@ -294,7 +296,7 @@ def create_app(
     if scrape is not None:
         app.include_router(scrape)
     app.add_middleware(HttpMetrics)  # outermost of ours: a refused request is counted too
-    instrument(app)
+    configure_tracing()  # the OTLP exporter, when OTEL_EXPORTER_OTLP_ENDPOINT asks for it
     return app
 
 

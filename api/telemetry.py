@@ -3,8 +3,8 @@
 Tracing is off unless the standard OpenTelemetry variables ask for it:
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) set and
 ``OTEL_SDK_DISABLED`` not true. Then spans go over OTLP/HTTP (protobuf) to that endpoint:
-each HTTP request (FastAPI instrumentation), each research run and round, each tool call
-and LLM request (see :mod:`graph.telemetry`). A process that installed a tracer provider of
+each HTTP request (FastAPI's own), each research run and round, each tool call and LLM
+request (see :mod:`graph.telemetry`). A process that installed a tracer provider of
 its own (``opentelemetry-instrument``, a test) is traced into that one.
 
 Metrics are Prometheus counters and histograms in prometheus-client's default registry,
@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Literal
 
-from fastapi import FastAPI
+from fastapi.telemetry import TelemetryConfig
 from opentelemetry import trace
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -84,14 +84,15 @@ def configure_tracing() -> bool:
         return True
 
 
-def instrument(app: FastAPI) -> None:
-    """HTTP server spans for every request, when tracing is on (health checks and
-    scrapes excluded: they would drown the traces that matter)."""
-    if not configure_tracing():
-        return
-    from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+def http_telemetry() -> TelemetryConfig:
+    """FastAPI's own OpenTelemetry support (a SERVER span per request, with the route, and
+    spans of its dependencies, endpoint and serialization) records when a tracer provider
+    is installed; health checks and scrapes are left out: they would drown the traces
+    that matter."""
+    return {"exclude": lambda scope: scope.get("path") in _UNTRACED_PATHS}
 
-    FastAPIInstrumentor.instrument_app(app, excluded_urls="/healthz,/metrics")
+
+_UNTRACED_PATHS = frozenset({"/healthz", "/metrics"})
 
 
 class TracedResearcher:

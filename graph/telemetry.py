@@ -8,8 +8,8 @@
 Round spans come from a LangChain callback handler that LangGraph calls as each node
 starts and ends: the graph's code is not touched. ``traced_run`` hands the handler to every
 graph invoked inside it through LangChain's configure hook (a context variable), so no
-caller has to pass it in a config. Round one is planned before the graph starts (the
-runner plans it ahead), so that plan's chat span sits directly under ``invoke_agent``.
+caller has to pass it in a config. What the runner does before the graph starts (round
+one planned ahead by a policy that plans offline) sits directly under ``invoke_agent``.
 """
 
 from __future__ import annotations

@@ -159,6 +159,7 @@ async def test_one_answer_is_one_trace_request_agent_rounds_tools_and_chats(
     spans: InMemorySpanExporter, settings: ApiSettings, researcher: Researcher
 ) -> None:
     async for client in _client(settings, researcher):
+        assert (await client.get("/healthz")).status_code == 200  # not traced
         r = await client.post("/v1/answers", json={"question": LEDGER_QUESTION}, headers=AUTH_A)
         assert r.status_code == 200, r.text
         run_id = r.json()["run_id"]
