@@ -1,31 +1,29 @@
-"""The run-scoped context every node receives through LangGraph's ``Runtime``.
+"""What a run is asked to do: the ``Runtime.context`` every node receives.
 
-It is rebuilt on resume (it is not checkpointed): the store, the caller's tool context,
-the policy and the event sink are live objects, not state.
+Plain data, so LangGraph tooling can build it from JSON (``langgraph dev``, the SDK's
+``context=``): the question, the caller it acts for and the run's options. It is not
+checkpointed; a resumed run is handed it again. The live objects a run uses (store,
+executor, policy, the caller's tool context) are found from it: :mod:`graph.resources`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from pydantic import BaseModel, ConfigDict, Field
 
-from graph.events import EventSink
-from graph.policies.base import PlanStep, Policy
-from tools.context import ToolContext
-from tools.evidence import Evidence
-from tools.executor import ToolExecutor
+from graph.models import Caller, RunOptions
+
+DEFAULT_SERVICES = "default"
 
 
-@dataclass
-class RunContext:
-    tools: ToolContext
-    executor: ToolExecutor
-    policy: Policy
-    sink: EventSink
-    # Pool items already validated into Evidence, by id: (the state's dict, its Evidence).
-    # Reused while the state holds that very dict (an item found again is a new dict).
-    evidence: dict[str, tuple[dict[str, Any], Evidence]] = field(default_factory=dict)
-    # Round one's plan, made as the run started (graph.nodes.plan_ahead); the plan node
-    # uses it instead of planning again. None on a resumed run or for an LLM policy.
-    first_plan: PlanStep | None = None
-    first_plan_s: float = 0.0  # what making it took: counted as the plan node's time
+class RunContext(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    question: str = Field(min_length=1)
+    caller: Caller = Field(default_factory=Caller)
+    options: RunOptions = Field(default_factory=RunOptions)
+    run_id: str = Field(default="", description="the run's id; empty: its thread's id")
+    services: str = Field(
+        default=DEFAULT_SERVICES,
+        description="the registered services to run with (graph.resources); "
+        "'default': those built from WAYPOINT_* settings",
+    )

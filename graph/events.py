@@ -1,4 +1,9 @@
-"""The event sink of one run: numbers events, stores them, streams them as they happen."""
+"""A run's trace events: emitted by nodes into LangGraph's ``custom`` stream, numbered and
+stored by whoever consumes the stream (the runner's :class:`EventSink`).
+
+A node's event is ``{"type", "node", "round", "ts", "data"}``; the consumer adds the run
+id and the sequence number that make it a :class:`graph.models.TraceEvent`.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,26 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from langgraph.types import StreamWriter
+
 from graph.models import EventType, TraceEvent
 from graph.trace_store import TraceStore
 
 OnEvent = Callable[[TraceEvent], Awaitable[None]]
 
 
+def emit(
+    writer: StreamWriter, type: EventType, node: str | None = None, round: int = 0, **data: Any
+) -> None:
+    writer({"type": type, "node": node, "round": round, "ts": time.time(), "data": data})
+
+
 class EventSink:
-    """Events are streamed (``on_event``) the moment they are emitted, and stored in one
-    transaction per node: ``flush`` runs at the end of every node (``graph.nodes.traced``)
-    and of the run. A process killed mid-node loses that node's stored events only; the
-    resumed run runs the node again and emits them again (numbered after the stored ones).
-    """
+    """Numbers a run's events, streams them (``on_event``) as they arrive, and stores them
+    in one transaction per node: ``flush`` runs as each node's update arrives (the runner)
+    and at the end of the run. A process killed mid-node loses that node's stored events
+    only; the resumed run runs the node again and emits them again (numbered after the
+    stored ones)."""
 
     def __init__(
         self, run_id: str, store: TraceStore | None = None, on_event: OnEvent | None = None
@@ -32,15 +45,13 @@ class EventSink:
     async def emit(
         self, type: EventType, node: str | None = None, round: int = 0, **data: Any
     ) -> TraceEvent:
-        event = TraceEvent(
-            run_id=self.run_id,
-            seq=self._seq,
-            type=type,
-            ts=time.time(),
-            node=node,
-            round=round,
-            data=data,
+        return await self.add(
+            {"type": type, "node": node, "round": round, "ts": time.time(), "data": data}
         )
+
+    async def add(self, emitted: dict[str, Any]) -> TraceEvent:
+        """An event a node emitted (:func:`emit`), numbered, streamed and kept to store."""
+        event = TraceEvent(run_id=self.run_id, seq=self._seq, **emitted)
         self._seq += 1
         self.events.append(event)
         if self.store is not None:

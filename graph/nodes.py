@@ -1,84 +1,106 @@
-"""The nodes of the loop: plan -> execute -> fuse -> rerank -> assess -> (plan | synthesize).
+"""The nodes of the research graph (``graph.builder``): one round's plan -> execute ->
+fuse -> rerank -> assess, and synthesize.
 
-Each node is ``async def node(state, runtime)`` returning a partial update; ``traced``
-adds the start/end events, the duration and the node's trace summary around it. The two
-nodes that branch (plan, assess) return a ``Command`` whose ``goto`` their router decides
-from the state and the node's own update: routing is part of the node's step, not a
-separate runnable LangGraph invokes (with its own callbacks) after every such step.
+Each node is ``async def node(state, runtime)``: what it was asked (question, caller,
+options) is ``runtime.context``; the live objects it uses come from the registry
+(:func:`run_of`); its trace events go to LangGraph's ``custom`` stream. :func:`timed`
+puts the node_start/node_end events and the node's wall time around its body, a
+:class:`Step` (the state update and what the trace says of it).
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, cast
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
-from langgraph.types import Command
+from langgraph.types import Command, StreamWriter
 
 from graph.claims import check_answer
 from graph.context import RunContext
+from graph.events import emit
 from graph.extractive import CANNOT_ANSWER, NO_SUPPORTED_CLAIM, extractive_answer
-from graph.models import BoundName, RunOptions
+from graph.models import BoundName, EventType, RunOptions
 from graph.policies.base import View
+from graph.resources import REGISTRY, RunScope, Services
 from graph.state import ResearchState
 from retrieval.fusion import rrf_fuse
 from retrieval.placement import engine_call
 from tools.evidence import Evidence
 from tools.executor import ToolCall
 
-Node = Callable[[ResearchState, Runtime[RunContext]], Awaitable[dict[str, Any]]]
-# A branching node's router: the next node, from the state and the node's update.
-Router = Callable[[ResearchState, dict[str, Any]], str]
 _TOP_IN_TRACE = 10
 
 
-def traced(name: str, route: Router | None = None) -> Callable[[Node], Node]:
-    def wrap(fn: Node) -> Node:
-        @functools.wraps(fn)
-        async def node(state: ResearchState, runtime: Runtime[RunContext]) -> Any:
-            sink = runtime.context.sink
-            round_no = state.get("round", 0) + (1 if name == "plan" else 0)
-            await sink.emit("node_start", node=name, round=round_no)
-            started = time.perf_counter()
-            update = await fn(state, runtime)
-            # plus work done for the node before it ran (round one planned ahead): the
-            # wall-time budget and the trace count it where it belongs
-            took = time.perf_counter() - started + update.pop("_ahead_s", 0.0)
-            summary = update.pop("_summary", {})
-            await sink.emit(
-                "node_end", node=name, round=round_no, duration_ms=round(took * 1000, 1), **summary
-            )
-            sink.flush()  # the node's events, stored in one transaction
-            update["elapsed_s"] = took
-            # A write that changes nothing still gives its channel a new version, saved in
-            # the step's writes and again in its checkpoint: no warnings, or the token count
-            # as it was (no tokens spent), no write.
-            if not update.get("warnings"):
-                update.pop("warnings", None)
-            if update.get("tokens") == state.get("tokens", 0):
-                update.pop("tokens", None)
-            update["trace"] = [
-                {"node": name, "round": round_no, "ms": round(took * 1000, 1), **summary}
-            ]
-            if route is not None:
-                return Command(update=update, goto=route(state, update))
-            return update
+@dataclass
+class Run:
+    """What a node works with: the run's context, services and scope, and its stream."""
 
-        return node
+    ctx: RunContext
+    services: Services
+    scope: RunScope
+    run_id: str
+    write: StreamWriter
 
-    return wrap
+    def emit(self, type: EventType, node: str | None = None, round: int = 0, **data: Any) -> None:
+        self.scope.emitted += 1
+        emit(self.write, type, node=node, round=round, **data)
 
 
-def options_of(state: ResearchState) -> RunOptions:
-    return RunOptions.model_validate(state["options"])
+def run_of(runtime: Runtime[RunContext]) -> Run:
+    ctx = runtime.context
+    info = runtime.execution_info
+    run_id = ctx.run_id or (info.thread_id if info is not None and info.thread_id else "")
+    return Run(
+        ctx=ctx,
+        services=REGISTRY.services(ctx),
+        scope=REGISTRY.run_scope(run_id, ctx),
+        run_id=run_id,
+        write=runtime.stream_writer,
+    )
+
+
+@dataclass
+class Step:
+    update: dict[str, Any]
+    summary: dict[str, Any] = field(default_factory=dict)  # the node_end event's data
+    ahead_s: float = 0.0  # the node's work done before it ran (round one planned ahead)
+
+
+Body = Callable[[ResearchState, Run], Awaitable[Step]]
+
+
+async def timed(
+    name: str, state: ResearchState, runtime: Runtime[RunContext], body: Body
+) -> dict[str, Any]:
+    run = run_of(runtime)
+    round_no = state.get("round", 0) + (1 if name == "plan" else 0)
+    run.emit("node_start", node=name, round=round_no)
+    await run.scope.delivered()
+    started = time.perf_counter()
+    step = await body(state, run)
+    # the wall-time budget and the trace count work done ahead where it belongs
+    took = time.perf_counter() - started + step.ahead_s
+    run.emit(
+        "node_end", node=name, round=round_no, duration_ms=round(took * 1000, 1), **step.summary
+    )
+    update = step.update
+    update["elapsed_s"] = state.get("elapsed_s", 0.0) + took
+    # A write that changes nothing still versions its channel: no warnings, or the token
+    # count as it was, no write.
+    if not update.get("warnings"):
+        update.pop("warnings", None)
+    if update.get("tokens") == state.get("tokens", 0):
+        update.pop("tokens", None)
+    return update
 
 
 def pool_ranked(
     state: ResearchState, cache: dict[str, tuple[dict[str, Any], Evidence]] | None = None
 ) -> list[Evidence]:
-    """The pool as Evidence, ranked; ``cache`` (the run context's) keeps each item validated
+    """The pool as Evidence, ranked; ``cache`` (the run scope's) keeps each item validated
     once while the state holds the same dict for it."""
     pool = state.get("pool") or {}
     order = [r["id"] for r in state.get("ranking") or [] if r["id"] in pool]
@@ -97,41 +119,64 @@ def pool_ranked(
     return out
 
 
-def view_of(state: ResearchState, ctx: RunContext, new_ids: list[str] | None = None) -> View:
+def view_of(state: ResearchState, run: Run, new_ids: list[str] | None = None) -> View:
     return View(
-        question=state["question"],
+        question=run.ctx.question,
         round=state.get("round", 0),
-        options=options_of(state),
-        ranked=pool_ranked(state, ctx.evidence),
+        options=run.ctx.options,
+        ranked=pool_ranked(state, run.scope.evidence),
         new_ids=new_ids or [],
         done_calls=set(state.get("done_calls") or []),
         policy_state=dict(state.get("policy_state") or {}),
-        catalog=ctx.executor.catalog,
-        titles=ctx.tools.title_index(),
-        project=(state.get("caller") or {}).get("project"),
+        catalog=run.services.executor.catalog,
+        titles=run.scope.tools.title_index(),
+        project=run.ctx.caller.project,
         scores={r["id"]: r["score"] for r in state.get("ranking") or []},
     )
 
 
-def route_after_plan(
-    state: ResearchState, update: dict[str, Any]
-) -> Literal["execute", "synthesize"]:
-    return "execute" if update.get("plan") else "synthesize"
+# -- routers --
 
 
-@traced("plan", route=route_after_plan)
-async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    ctx = runtime.context
+def route_after_plan(update: dict[str, Any]) -> Literal["execute", "__end__"]:
+    """A round with calls to make runs them; one with none ends (synthesis follows)."""
+    return "execute" if update.get("plan") else "__end__"
+
+
+def route_after_round(state: ResearchState) -> Literal["round", "synthesize"]:
+    """Another round when the last one planned calls, its verdict asks for more, no bound
+    was hit and it proposed calls; else the answer."""
+    if not state.get("plan") or state.get("bound_hit"):
+        return "synthesize"
+    verdicts = state.get("verdicts") or []
+    if not verdicts or verdicts[-1].get("decision") == "enough":
+        return "synthesize"
+    return "round" if state.get("next_calls") else "synthesize"
+
+
+# -- one round --
+
+
+async def plan(
+    state: ResearchState, runtime: Runtime[RunContext]
+) -> Command[Literal["execute", "__end__"]]:
+    update = await timed("plan", state, runtime, _plan)
+    return Command(update=update, goto=route_after_plan(update))
+
+
+async def _plan(state: ResearchState, run: Run) -> Step:
     round_no = state.get("round", 0) + 1
-    opts = options_of(state)
+    opts = run.ctx.options
     update: dict[str, Any] = {"round": round_no, "next_calls": []}
     warnings: list[str] = []
     ahead: list[str] = []
+    ahead_s = 0.0
+    planned_ahead = round_no == 1 and run.scope.first_plan is not None
     if round_no == 1:
-        if ctx.first_plan is not None:
-            step, update["_ahead_s"] = ctx.first_plan, ctx.first_plan_s
+        if run.scope.first_plan is not None:
+            step, ahead_s = run.scope.first_plan, run.scope.first_plan_s
         else:
-            step = await ctx.policy.plan(view_of(state, ctx))
+            step = await run.services.policy.plan(view_of(state, run))
         calls = step.calls
         ahead = step.embed
         update["policy_state"] = step.policy_state
@@ -146,38 +191,37 @@ async def plan(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
     update["plan"] = [c.model_dump() for c in fresh]
     # The round's searches start embedding their queries now (no-op for those assess
     # started), while the step is saved.
-    ctx.executor.embed_ahead(fresh, ctx.tools, also=ahead)
+    run.services.executor.embed_ahead(fresh, run.scope.tools, also=ahead)
     update["warnings"] = warnings
-    await ctx.sink.emit(
+    run.emit(
         "plan",
         node="plan",
         round=round_no,
         calls=[{"tool": c.tool, "args": c.args, "reason": c.reason} for c in fresh],
-        planned_ahead=round_no == 1 and ctx.first_plan is not None,
+        planned_ahead=planned_ahead,
     )
-    update["_summary"] = {"calls": len(fresh)}
-    return update
+    return Step(update, {"calls": len(fresh)}, ahead_s)
 
 
-async def plan_ahead(ctx: RunContext, graph_input: dict[str, Any]) -> None:
-    """Make round one's plan as a new run starts (``ctx.first_plan``, with what making it
-    took), its searches' queries embedding already.
+async def plan_ahead(run: Run) -> None:
+    """Make round one's plan as a new run starts (``run.scope.first_plan``, with what
+    making it took), its searches' queries embedding already.
 
     Only for a policy that plans offline (its plan reads the view alone): the view is the
-    one the plan node builds from the same input (an empty pool), so the plan is the one
-    it would make, and the node uses it. Embedding is a round's long pole (~10 ms for two
-    queries here); started now it runs while the run is recorded, LangGraph sets up and
-    the first step is saved, instead of after (~2 ms later). A run killed before its first
-    checkpoint resumes by planning in the node, to the same plan.
+    one the plan node builds for a new run (an empty pool), so the plan is the one it
+    would make, and the node uses it. Started now, the embedding runs while the run is
+    recorded and LangGraph sets up. A run killed before its first checkpoint resumes by
+    planning in the node, to the same plan.
     """
-    if not getattr(ctx.policy, "plans_offline", False):
+    policy = run.services.policy
+    if not getattr(policy, "plans_offline", False):
         return
     started = time.perf_counter()
-    state = cast(ResearchState, graph_input)  # what the plan node first reads (read only)
-    step = await ctx.policy.plan(view_of(state, ctx))
-    fresh, _ = _fresh_calls(state, options_of(state), step.calls)
-    ctx.executor.embed_ahead(fresh, ctx.tools, also=step.embed)
-    ctx.first_plan, ctx.first_plan_s = step, time.perf_counter() - started
+    empty: ResearchState = {}
+    step = await policy.plan(view_of(empty, run))
+    fresh, _ = _fresh_calls(empty, run.ctx.options, step.calls)
+    run.services.executor.embed_ahead(fresh, run.scope.tools, also=step.embed)
+    run.scope.first_plan, run.scope.first_plan_s = step, time.perf_counter() - started
 
 
 def _fresh_calls(
@@ -196,17 +240,19 @@ def _fresh_calls(
     return fresh, False
 
 
-@traced("execute")
 async def execute(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    ctx = runtime.context
+    return await timed("execute", state, runtime, _execute)
+
+
+async def _execute(state: ResearchState, run: Run) -> Step:
     round_no = state["round"]
     calls = [ToolCall.model_validate(c) for c in state.get("plan") or []]
     for c in calls:
-        await ctx.sink.emit("tool_call", node="execute", round=round_no, tool=c.tool, args=c.args)
-    outcomes = await ctx.executor.run(calls, ctx.tools, round_no)
+        run.emit("tool_call", node="execute", round=round_no, tool=c.tool, args=c.args)
+    outcomes = await run.services.executor.run(calls, run.scope.tools, round_no)
     warnings: list[str] = []
     for o in outcomes:
-        await ctx.sink.emit(
+        run.emit(
             "tool_result",
             node="execute",
             round=round_no,
@@ -222,19 +268,22 @@ async def execute(state: ResearchState, runtime: Runtime[RunContext]) -> dict[st
         if not o.ok:
             warnings.append(f"degraded leg: {o.call.tool}({o.call.query!r}) failed: {o.error}")
         warnings += [f"{o.call.tool}: {w}" for w in o.warnings]
-    return {
+    update = {
         # The state keeps what fuse needs; each call's detail (legs, timings) is in its
-        # tool_result event, not re-saved with every checkpoint of the round.
+        # tool_result event, not in the checkpoints.
         "outcomes": [o.model_dump(mode="json", exclude={"detail"}) for o in outcomes],
         "done_calls": [c.key() for c in calls],
         "tool_calls": state.get("tool_calls", 0) + len(calls),
         "warnings": warnings,
-        "_summary": {"calls": len(calls), "failed": sum(not o.ok for o in outcomes)},
     }
+    return Step(update, {"calls": len(calls), "failed": sum(not o.ok for o in outcomes)})
 
 
-@traced("fuse")
 async def fuse(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    return await timed("fuse", state, runtime, _fuse)
+
+
+async def _fuse(state: ResearchState, run: Run) -> Step:
     # The outcomes are the JSON dumps execute wrote (CallOutcome, validated there): fused
     # as they are, not validated and dumped again.
     outcomes = state.get("outcomes") or []
@@ -256,7 +305,7 @@ async def fuse(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
                 found[e["id"]] = e
     before = state.get("pool") or {}
     entered = [f.id for f in fused if f.id not in before]
-    await runtime.context.sink.emit(
+    run.emit(
         "evidence",
         node="fuse",
         round=state["round"],
@@ -264,23 +313,25 @@ async def fuse(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
         fused=[{"id": f.id, "score": round(f.score, 5)} for f in fused[:_TOP_IN_TRACE]],
         pool_size=len(set(before) | set(found)),
     )
-    return {
+    update = {
         "pool": found,
         "outcomes": [],  # consumed: the pool holds the round's evidence now
         "round_ranking": [{"id": f.id, "score": f.score} for f in fused],
-        "_summary": {"found": len(found), "entered": len(entered)},
     }
+    return Step(update, {"found": len(found), "entered": len(entered)})
 
 
-@traced("rerank")
 async def rerank(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    ctx = runtime.context
-    view = view_of(state, ctx)
-    ranked = ctx.policy.rank(view)
+    return await timed("rerank", state, runtime, _rerank)
+
+
+async def _rerank(state: ResearchState, run: Run) -> Step:
+    view = view_of(state, run)
+    ranked = run.services.policy.rank(view)
     budget = view.options.budget
     old_top = [r["id"] for r in (state.get("ranking") or [])[:budget]]
     new_top = [i for i, _ in ranked[:budget]]
-    await ctx.sink.emit(
+    run.emit(
         "evidence",
         node="rerank",
         round=state["round"],
@@ -288,39 +339,29 @@ async def rerank(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str
         entered_top=[i for i in new_top if i not in old_top],
         left_top=[i for i in old_top if i not in new_top],
     )
-    return {
-        "ranking": [{"id": i, "score": s} for i, s in ranked],
-        "_summary": {"pool": len(ranked)},
-    }
+    return Step({"ranking": [{"id": i, "score": s} for i, s in ranked]}, {"pool": len(ranked)})
 
 
-def _bound(state: ResearchState, opts: RunOptions) -> BoundName | None:
+def _bound(state: ResearchState, opts: RunOptions, tokens: int) -> BoundName | None:
     if state.get("round", 0) >= opts.max_rounds:
         return "max_rounds"
     if state.get("tool_calls", 0) >= opts.max_tool_calls:
         return "max_tool_calls"
     if state.get("elapsed_s", 0.0) >= opts.wall_time_s:
         return "wall_time"
-    if state.get("tokens", 0) >= opts.max_tokens:
+    if tokens >= opts.max_tokens:
         return "max_tokens"
     return None
 
 
-def route_after_assess(
-    state: ResearchState, update: dict[str, Any]
-) -> Literal["plan", "synthesize"]:
-    verdict = update["verdicts"][-1]
-    if verdict.get("decision") == "enough" or state.get("bound_hit") or update.get("bound_hit"):
-        return "synthesize"
-    return "plan" if update.get("next_calls") else "synthesize"
-
-
-@traced("assess", route=route_after_assess)
 async def assess(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    ctx = runtime.context
-    opts = options_of(state)
+    return await timed("assess", state, runtime, _assess)
+
+
+async def _assess(state: ResearchState, run: Run) -> Step:
+    opts = run.ctx.options
     new_ids = [r["id"] for r in state.get("round_ranking") or []]
-    step = await ctx.policy.assess(view_of(state, ctx, new_ids))
+    step = await run.services.policy.assess(view_of(state, run, new_ids))
     verdict = step.verdict
     update: dict[str, Any] = {
         "verdicts": [{"round": state["round"], **verdict.model_dump(mode="json")}],
@@ -332,7 +373,7 @@ async def assess(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str
         update["policy_state"] = step.policy_state
     bound = None
     if verdict.decision != "enough":
-        bound = _bound({**state, "tokens": update["tokens"]}, opts)  # type: ignore[typeddict-item]
+        bound = _bound(state, opts, update["tokens"])
         if bound is not None:
             update["bound_hit"] = bound
             update["warnings"].append(
@@ -341,8 +382,10 @@ async def assess(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str
     if verdict.decision != "enough" and bound is None and not state.get("bound_hit"):
         # The next round is decided: its searches start embedding their queries now, not
         # after this step is saved and the next one planned (plan runs exactly these).
-        ctx.executor.embed_ahead(_fresh_calls(state, opts, verdict.next_calls)[0], ctx.tools)
-    await ctx.sink.emit(
+        run.services.executor.embed_ahead(
+            _fresh_calls(state, opts, verdict.next_calls)[0], run.scope.tools
+        )
+    run.emit(
         "round",
         node="assess",
         round=state["round"],
@@ -352,20 +395,26 @@ async def assess(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str
         next_calls=[{"tool": c.tool, "args": c.args} for c in verdict.next_calls],
         bound_hit=bound,
     )
-    update["_summary"] = {"decision": verdict.decision, "bound_hit": bound}
-    return update
+    return Step(update, {"decision": verdict.decision, "bound_hit": bound})
 
 
-@traced("synthesize")
+# -- the answer --
+
+
 async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    ctx = runtime.context
-    opts = options_of(state)
-    question = state["question"]
-    chosen = pool_ranked(state, ctx.evidence)[: opts.budget]
+    return await timed("synthesize", state, runtime, _synthesize)
+
+
+async def _synthesize(state: ResearchState, run: Run) -> Step:
+    opts = run.ctx.options
+    question = run.ctx.question
+    policy = run.services.policy
+    chosen = pool_ranked(state, run.scope.evidence)[: opts.budget]
     # Permission is checked again here: nothing unauthorised reaches synthesis or a citation.
-    store = ctx.tools.store
+    tools = run.scope.tools
+    store = tools.store
     allowed = await engine_call(
-        store, "get_records", store.get_records, [e.id for e in chosen], ctx.tools.flt
+        store, "get_records", store.get_records, [e.id for e in chosen], tools.flt
     )
     allowed_ids = {r.id for r in allowed}
     warnings: list[str] = []
@@ -376,10 +425,10 @@ async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict
     evidence = [e for e in chosen if e.id in allowed_ids]
 
     async def on_token(delta: str) -> None:
-        await ctx.sink.emit("token", node="synthesize", round=state.get("round", 0), text=delta)
+        run.emit("token", node="synthesize", round=state.get("round", 0), text=delta)
 
     try:
-        answer = await ctx.policy.synthesize(question, evidence, on_token)
+        answer = await policy.synthesize(question, evidence, on_token)
     except Exception as exc:  # noqa: BLE001 - any policy failure falls back, and says so
         answer = extractive_answer(
             question, evidence, note=f"synthesis failed ({type(exc).__name__}): extractive answer"
@@ -410,14 +459,12 @@ async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict
         text = answer.text if not answer.answerable else f"{CANNOT_ANSWER} {NO_SUPPORTED_CLAIM}"
     citations = checked.citations if answerable else []
     for c in citations:
-        await ctx.sink.emit(
-            "citation", node="synthesize", n=c.n, evidence_id=c.evidence_id, title=c.title
-        )
+        run.emit("citation", node="synthesize", n=c.n, evidence_id=c.evidence_id, title=c.title)
     for claim in checked.claims if answer.answerable else []:
-        await ctx.sink.emit("claim", node="synthesize", **claim.model_dump(mode="json"))
+        run.emit("claim", node="synthesize", **claim.model_dump(mode="json"))
     all_warnings = [*(state.get("warnings") or []), *answer.warnings, *warnings]
     result = {
-        "run_id": state["run_id"],
+        "run_id": run.run_id,
         "question": question,
         "mode": opts.mode,
         "short_answer": short,
@@ -435,10 +482,10 @@ async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict
             "tokens": state.get("tokens", 0) + answer.tokens,
             "elapsed_s": round(state.get("elapsed_s", 0.0), 3),
             "pool_size": len(state.get("pool") or {}),
-            "policy": ctx.policy.name,
+            "policy": policy.name,
         },
     }
-    await ctx.sink.emit(
+    run.emit(
         "done",
         node="synthesize",
         round=state.get("round", 0),
@@ -448,8 +495,5 @@ async def synthesize(state: ResearchState, runtime: Runtime[RunContext]) -> dict
         citations=len(citations),
         warnings=result["warnings"],
     )
-    return {
-        "result": result,
-        "warnings": answer.warnings + warnings,
-        "_summary": {"evidence": len(evidence), "citations": len(citations)},
-    }
+    update = {"result": result, "warnings": answer.warnings + warnings}
+    return Step(update, {"evidence": len(evidence), "citations": len(citations)})

@@ -12,16 +12,16 @@ from langchain_core.runnables import RunnableConfig
 
 from graph import nodes
 from graph.builder import build_graph
-from graph.checkpoints import Checkpoints
 from graph.context import RunContext
 from graph.events import EventSink, OnEvent
 from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
 from graph.policies.base import Policy
+from graph.resources import REGISTRY, RunScope, Services, make_executor, make_policy
+from graph.savers import Savers
 from graph.settings import GraphSettings
 from graph.trace_store import TraceStore
 from retrieval.placement import engine_call
 from tools.context import ToolContext
-from tools.executor import ToolExecutor
 
 _RECURSION_LIMIT = 200  # super-steps; the loop's own bounds stop far earlier
 
@@ -63,36 +63,6 @@ class _FollowedTools:
         return self.tools
 
 
-class _FollowingContext(RunContext):
-    """A run context whose ``tools`` are :class:`_FollowedTools`' current ones (nodes read
-    ``runtime.context.tools`` as before, unaware that the scope may change under them)."""
-
-    _followed: _FollowedTools
-
-    @property  # type: ignore[override]
-    def tools(self) -> ToolContext:
-        return self._followed.current()
-
-    @tools.setter
-    def tools(self, value: ToolContext) -> None:
-        # Set once, by the dataclass __init__: follows the caller from this context on.
-        self._followed = _FollowedTools(value, self._caller, self._source)
-
-    def __init__(self, caller: Caller, source: CallerSource, **kw: Any) -> None:
-        self._caller, self._source = caller, source
-        super().__init__(**kw)
-
-
-def make_policy(settings: GraphSettings) -> Policy:
-    if settings.policy == "llm":
-        from graph.policies.llm import LLMPolicy
-
-        return LLMPolicy(settings)
-    from graph.policies.rule import RulePolicy
-
-    return RulePolicy()
-
-
 class UnknownRun(KeyError):
     pass
 
@@ -112,30 +82,26 @@ class Researcher:
         self.checkpoint_path = checkpointer_path or home / "runs.sqlite"
         self.traces = TraceStore(self.checkpoint_path.with_name("traces.sqlite"))
         # One saver per event loop, shared by every run on it (opened on first use).
-        self.checkpoints = Checkpoints(
-            self.checkpoint_path,
-            self.settings.checkpoint_url,
-            every=self.settings.checkpoint_every,
-        )
+        self.savers = Savers(self.checkpoint_path, self.settings.checkpoint_url)
         self._graph_cache: Any = None  # the graph compiled against the latest saver
         self.policy = policy or make_policy(self.settings)
         self.search_fn = search_fn  # None: retrieval.pipeline.hybrid_search
-        self.executor = ToolExecutor(
-            max_concurrency=self.settings.max_concurrency,
-            timeout_s=self.settings.tool_timeout_s,
-            max_retries=self.settings.tool_max_retries,
-        )
+        self.executor = make_executor(self.settings)
+        # The key its runs' contexts name for the services above (graph.resources).
+        self.services_key = f"researcher-{uuid.uuid4().hex}"
 
     async def aclose(self) -> None:
         """Close the checkpointer (awaiting its connection) and the trace store."""
-        await self.checkpoints.aclose()
+        await self.savers.aclose()
         self._graph_cache = None
+        REGISTRY.unregister(self.services_key)
         self.traces.close()
 
     def close(self) -> None:
         """Synchronous close (no loop needed): stops the checkpointer connections."""
-        self.checkpoints.close()
+        self.savers.close()
         self._graph_cache = None
+        REGISTRY.unregister(self.services_key)
         self.traces.close()
 
     # -- running --
@@ -174,7 +140,7 @@ class Researcher:
             policy=self.policy.name,
         )
         sink.flush()
-        return await self._drive(run_input, run_input, sink, caller_source)
+        return await self._drive(True, run_input, sink, caller_source)
 
     async def resume(
         self,
@@ -182,8 +148,7 @@ class Researcher:
         on_event: OnEvent | None = None,
         caller_source: CallerSource | None = None,
     ) -> ResearchResult:
-        """Continue a run from its last checkpoint (pool intact, no finished round repeated;
-        with ``checkpoint_every="round"`` an unfinished round's retrieval runs again).
+        """Continue a run from its last checkpoint (pool intact, no finished step repeated).
 
         The caller stored with the run is what it was when the run started. With
         ``caller_source`` the resumed run reads as the caller is now (a revocation applied
@@ -200,67 +165,82 @@ class Researcher:
         sink = EventSink(run_id, self.traces, on_event)
         await sink.emit("metadata", resumed=True, question=run_input["question"])
         sink.flush()
-        return await self._drive(None, run_input, sink, caller_source)
+        return await self._drive(False, run_input, sink, caller_source)
 
     async def _drive(
         self,
-        graph_input: dict[str, Any] | None,
+        new: bool,
         run_input: dict[str, Any],
         sink: EventSink,
         caller_source: CallerSource | None = None,
     ) -> ResearchResult:
         run_id = run_input["run_id"]
-        options = RunOptions.model_validate(run_input["options"])
+        context = RunContext(
+            question=run_input["question"],
+            caller=Caller.model_validate(run_input["caller"]),
+            options=RunOptions.model_validate(run_input["options"]),
+            run_id=run_id,
+            services=self.services_key,
+        )
         config: RunnableConfig = {
             "configurable": {"thread_id": run_id},
             "recursion_limit": _RECURSION_LIMIT,
         }
+        services = Services(self.store, self.executor, self.policy, self.search_fn)
+        REGISTRY.register(self.services_key, services)
         failed_in: dict[str, Any] = {}  # where an error is reported in the trace
+        result: dict[str, Any] | None = None
         try:
-            caller = (
-                caller_source()
-                if caller_source is not None
-                else Caller.model_validate(run_input["caller"])
-            )
-            tools = ToolContext.for_caller(
-                self.store, caller.groups, caller.project, default_k=options.k
-            )
-            tools.search_fn = self.search_fn
-            parts: dict[str, Any] = {
-                "tools": tools,
-                "executor": self.executor,
-                "policy": self.policy,
-                "sink": sink,
-            }
-            context = (
-                RunContext(**parts)
-                if caller_source is None
-                else _FollowingContext(caller, caller_source, **parts)
-            )
-            if graph_input is not None:  # a new run: round one's queries embed from here
+            scope = self._scope(context, caller_source)
+            REGISTRY.open_run(run_id, scope)
+            if new:  # round one's queries embed from here
                 failed_in = {"node": "plan", "round": 1}  # the plan node's work, done early
-                await nodes.plan_ahead(context, graph_input)
+                run = nodes.Run(context, services, scope, run_id, _unheard)
+                await nodes.plan_ahead(run)
                 failed_in = {}
             graph = await self._graph()
-            if graph_input is None:
-                snapshot = await graph.aget_state(config)
-                if not snapshot.values:  # killed before the first checkpoint
-                    graph_input = {
-                        k: run_input[k] for k in ("run_id", "question", "caller", "options")
-                    }
-            out = await graph.ainvoke(
-                graph_input, config=config, context=context, durability="sync"
-            )
-            result = ResearchResult.model_validate(out["result"])
+            graph_input: dict[str, Any] | None = None
+            if new or not (await graph.aget_state(config)).values:
+                graph_input = {}  # new, or killed before its first checkpoint
+            async for namespace, mode, chunk in graph.astream(
+                graph_input,
+                config=config,
+                context=context,
+                stream_mode=["custom", "updates"],
+                subgraphs=True,
+                durability="sync",
+            ):
+                if mode == "custom":
+                    await sink.add(chunk)
+                    scope.handled_one()
+                    continue
+                sink.flush()  # a node's update: its events are stored in one transaction
+                if not namespace and "synthesize" in chunk:
+                    result = chunk["synthesize"]["result"]
+            if result is None:
+                raise RuntimeError("the research graph ended without a result")
+            answer = ResearchResult.model_validate(result)
         except Exception as exc:
             await sink.emit("error", **failed_in, error=f"{type(exc).__name__}: {exc}")
             sink.flush()
             self.traces.set_status(run_id, "failed")
             raise
         finally:
+            REGISTRY.close_run(run_id)
             sink.flush()  # whatever a failed or cancelled node emitted
-        self.traces.finish_run(run_id, "done", result.model_dump(mode="json"))
-        return result
+        self.traces.finish_run(run_id, "done", answer.model_dump(mode="json"))
+        return answer
+
+    def _scope(self, context: RunContext, caller_source: CallerSource | None) -> RunScope:
+        """The run's scope: its tool context, following the caller with ``caller_source``."""
+        caller = caller_source() if caller_source is not None else context.caller
+        tools = ToolContext.for_caller(
+            self.store, caller.groups, caller.project, default_k=context.options.k
+        )
+        tools.search_fn = self.search_fn
+        if caller_source is None:
+            return RunScope(tools_of=lambda: tools, paced=True)
+        return RunScope(tools_of=_FollowedTools(tools, caller, caller_source).current, paced=True)
 
     async def _still_readable(self, result: ResearchResult, caller: Caller) -> None:
         """A result finished before a stop is handed over only if the caller may still read
@@ -279,7 +259,7 @@ class Researcher:
             )
 
     async def _graph(self) -> Any:
-        saver = await self.checkpoints.saver()
+        saver = await self.savers.saver()
         graph = self._graph_cache
         if graph is None or graph.checkpointer is not saver:
             graph = self._graph_cache = build_graph(saver)
@@ -296,3 +276,7 @@ class Researcher:
     def get_result(self, run_id: str) -> ResearchResult | None:
         data = self.traces.result(run_id)
         return ResearchResult.model_validate(data) if data else None
+
+
+def _unheard(_: Any) -> None:
+    """The stream writer of work done before the graph runs (it emits nothing)."""

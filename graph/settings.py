@@ -30,11 +30,6 @@ class GraphSettings(BaseSettings):
     checkpoint_url: str | None = Field(
         default=None, description="postgresql://... for the Postgres checkpointer"
     )
-    checkpoint_every: Literal["round", "step"] = Field(
-        default="round",
-        description="round: a run is stored at its start and the end of each round (a run "
-        "killed mid-round redoes that round's retrieval); step: after every node",
-    )
     max_concurrency: int = Field(default=4, ge=1, le=64, description="tool fan-out bound")
     tool_timeout_s: float = Field(default=30.0, gt=0)
     tool_max_retries: int = Field(default=2, ge=0, le=10)

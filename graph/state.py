@@ -1,13 +1,19 @@
-"""The typed state of one research run and its reducers.
+"""The typed state of one research run: only what changes while it runs, with reducers.
 
-Everything here is JSON-native (evidence as dicts) so the checkpointer can persist it with
-any serializer and a resumed run reads exactly what was written.
+The question, caller and options are the run's context (``graph.context``), not state.
+Everything here is JSON-native (evidence as dicts) so any saver and serializer persist it
+and a resumed run reads exactly what was written.
+
+A round runs as a subgraph (``graph.builder``) whose output is written back into this
+state: every reducer here is idempotent, so a round's whole output (the pool, verdicts,
+calls and warnings it started with included) merges without duplicating anything.
 """
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
+
+from typing_extensions import TypedDict
 
 
 def merge_pool(
@@ -16,19 +22,20 @@ def merge_pool(
     """Deduplicate evidence by id; an item found again keeps every provenance entry."""
     merged = dict(left or {})
     for eid, item in (right or {}).items():
-        if eid not in merged:
+        old = merged.get(eid)
+        if old is None:
             merged[eid] = item
             continue
-        old = merged[eid]
+        if item is old:
+            continue
         seen = {(p["round"], p["tool"], p["query"]) for p in old.get("provenance", [])}
         extra = [
             p for p in item.get("provenance", []) if (p["round"], p["tool"], p["query"]) not in seen
         ]
-        merged[eid] = {
-            **old,
-            "score": max(old.get("score", 0.0), item.get("score", 0.0)),
-            "provenance": [*old.get("provenance", []), *extra],
-        }
+        score = max(old.get("score", 0.0), item.get("score", 0.0))
+        if not extra and score == old.get("score", 0.0):
+            continue  # nothing new: the same dict stays (its validated Evidence with it)
+        merged[eid] = {**old, "score": score, "provenance": [*old.get("provenance", []), *extra]}
     return merged
 
 
@@ -38,32 +45,30 @@ def add_unique(left: list[str], right: list[str]) -> list[str]:
     return out
 
 
-class InputState(TypedDict):
-    run_id: str
-    question: str
-    caller: dict[str, Any]  # graph.models.Caller, dumped
-    options: dict[str, Any]  # graph.models.RunOptions, dumped
+def by_round(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One verdict per round, in round order; a round's verdict written again replaces it."""
+    rounds = {v["round"]: v for v in [*(left or []), *(right or [])]}
+    return [rounds[r] for r in sorted(rounds)]
 
 
-class OutputState(TypedDict):
-    result: dict[str, Any]  # graph.models.ResearchResult, dumped
-
-
-class ResearchState(InputState, total=False):
+class ResearchState(TypedDict, total=False):
     round: int  # the round being planned / executed (1-based)
     plan: list[dict[str, Any]]  # ToolCall dumps of the current round
-    outcomes: list[dict[str, Any]]  # this round's call outcomes (evidence ids, errors)
+    outcomes: list[dict[str, Any]]  # this round's call outcomes, until fuse pools them
     done_calls: Annotated[list[str], add_unique]  # ToolCall.key() of every call made
     pool: Annotated[dict[str, dict[str, Any]], merge_pool]  # evidence id -> Evidence dump
     round_ranking: list[dict[str, Any]]  # fused order of this round: [{id, score}]
     ranking: list[dict[str, Any]]  # the whole pool ranked for the question: [{id, score}]
-    verdicts: Annotated[list[dict[str, Any]], operator.add]
+    verdicts: Annotated[list[dict[str, Any]], by_round]
     next_calls: list[dict[str, Any]]  # proposed by assess for the next round
     policy_state: dict[str, Any]  # the policy's own scratch (e.g. a decomposition chain)
     tool_calls: int
     tokens: int
-    elapsed_s: Annotated[float, operator.add]  # wall time spent in nodes (resume-safe)
+    elapsed_s: float  # wall time spent in nodes so far (resume-safe)
     warnings: Annotated[list[str], add_unique]
     bound_hit: str | None
-    trace: Annotated[list[dict[str, Any]], operator.add]  # one summary per node run
+    result: dict[str, Any]  # graph.models.ResearchResult, dumped
+
+
+class OutputState(TypedDict):
     result: dict[str, Any]

@@ -196,10 +196,7 @@ class TraceStore:
 
     def append_many(self, events: list[TraceEvent]) -> None:
         """Store events in one transaction (a node's events: one commit, not one each)."""
-        rows = [
-            (e.run_id, e.seq, e.type, e.ts, e.node, e.round, _dumps(e.data))
-            for e in events
-        ]
+        rows = [(e.run_id, e.seq, e.type, e.ts, e.node, e.round, _dumps(e.data)) for e in events]
         with self._write():
             self._db.executemany(
                 "INSERT INTO events (run_id, seq, type, ts, node, round, data) "

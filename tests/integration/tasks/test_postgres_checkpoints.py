@@ -1,4 +1,4 @@
-"""graph/checkpoints.py's Postgres path (WAYPOINT_CHECKPOINT_URL) against the real server
+"""graph/savers.py's Postgres path (WAYPOINT_CHECKPOINT_URL) against the real server
 the task-store tests start: a research run killed (SIGKILL) after its first round
 resumes from its Postgres checkpoint, round 1 not repeated (the SQLite version of this
 case is tests/integration/graph/test_durability.py)."""

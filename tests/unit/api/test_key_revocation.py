@@ -132,7 +132,7 @@ async def test_a_task_resumed_after_its_keys_groups_were_revoked_cannot_cite_the
     home.mkdir()
     store = corpus()
     # The run has found wiki:dana (both hops) and is stopped as it starts to synthesize:
-    # its checkpoint holds the pool, and the caller with the group eng.
+    # its checkpoint holds the pool, its recorded input the caller with the group eng.
     async with Service(settings, Paused(store, home, at_synthesis)) as first:
         task = first.store.create_task("ana", ANA_KEY_ID, {"question": LEDGER_QUESTION}, None)
         first.pool.notify()
@@ -141,7 +141,7 @@ async def test_a_task_resumed_after_its_keys_groups_were_revoked_cannot_cite_the
             {"configurable": {"thread_id": task.run_id}}
         )
         assert "wiki:dana#0" in state.values["pool"]
-        assert state.values["caller"]["groups"] == ["eng"]
+        assert first.researcher.traces.run_input(task.run_id)["caller"]["groups"] == ["eng"]
     # The restart that applies the revocation: ana's key no longer has eng.
     write_keys(settings.auth_file, keyA=changed("keyA", groups=[]))
     researcher = Researcher(store, checkpointer_path=home / "runs.sqlite", search_fn=memory_search)

@@ -34,11 +34,12 @@ def test_graph_spec_resolves_to_the_research_graph() -> None:
     module_spec.loader.exec_module(module)
     graph = getattr(module, attr)()
     assert isinstance(graph, CompiledStateGraph)
-    assert set(graph.get_graph().nodes) >= {
-        "plan",
-        "execute",
-        "fuse",
-        "rerank",
-        "assess",
-        "synthesize",
-    }
+    assert set(graph.get_graph().nodes) >= {"round", "synthesize"}
+    inside = {f"round:{n}" for n in ("plan", "execute", "fuse", "rerank", "assess")}
+    assert set(graph.get_graph(xray=True).nodes) >= inside | {"synthesize"}
+    # what /assistants/{id}/schemas serves: the run's context is plain data
+    context = graph.get_context_jsonschema()
+    assert context is not None and context["required"] == ["question"]
+    assert set(context["properties"]) == {"question", "caller", "options", "run_id", "services"}
+    assert "result" in graph.get_output_jsonschema()["properties"]
+    assert graph.get_input_jsonschema()["type"] == "object"

@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.graph import END
 
 from graph.claims import check_answer
 from graph.models import Caller, RunOptions, TraceEvent
-from graph.nodes import route_after_assess, route_after_plan
+from graph.nodes import route_after_plan, route_after_round
 from graph.policies.base import PlanStep, View
 from graph.policies.rule import RulePolicy
 from graph.runner import Researcher
+from graph.state import ResearchState
 from retrieval.engines.base import SearchFilter
 from tools.evidence import Evidence
 from tools.executor import ToolExecutor
@@ -173,18 +175,18 @@ def test_citations_to_unknown_or_unauthorised_evidence_are_removed() -> None:
 
 
 def test_routers() -> None:
-    """The routers read the state and the branching node's own update (its Command)."""
-    assert route_after_plan({}, {"plan": []}) == "synthesize"  # type: ignore[typeddict-item]
-    assert route_after_plan({}, {"plan": [{"tool": "x"}]}) == "execute"  # type: ignore[typeddict-item]
-    calls = {"next_calls": [{"tool": "lookup_entity"}]}
-    assert route_after_assess({}, {**calls, "verdicts": [{"decision": "next"}]}) == "plan"  # type: ignore[typeddict-item]
-    assert route_after_assess({}, {**calls, "verdicts": [{"decision": "enough"}]}) == "synthesize"  # type: ignore[typeddict-item]
-    nothing_left = {"next_calls": [], "verdicts": [{"decision": "more"}]}
-    assert route_after_assess({}, nothing_left) == "synthesize"  # type: ignore[typeddict-item]
-    more = {**calls, "verdicts": [{"decision": "more"}]}
-    assert route_after_assess({}, {**more, "bound_hit": "max_rounds"}) == "synthesize"  # type: ignore[typeddict-item]
-    # a bound hit earlier in the run (plan cut calls at max_tool_calls) also ends it
-    assert route_after_assess({"bound_hit": "max_tool_calls"}, more) == "synthesize"  # type: ignore[typeddict-item]
+    """plan ends a round with nothing to call; after a round the state decides."""
+    assert route_after_plan({"plan": []}) == END
+    assert route_after_plan({"plan": [{"tool": "x"}]}) == "execute"
+    planned: ResearchState = {"plan": [{"tool": "search"}]}
+    calls: ResearchState = {**planned, "next_calls": [{"tool": "lookup_entity"}]}
+    assert route_after_round({**calls, "verdicts": [{"round": 1, "decision": "next"}]}) == "round"
+    enough: ResearchState = {**calls, "verdicts": [{"round": 1, "decision": "enough"}]}
+    assert route_after_round(enough) == "synthesize"
+    more: ResearchState = {**calls, "verdicts": [{"round": 1, "decision": "more"}]}
+    assert route_after_round({**more, "next_calls": []}) == "synthesize"  # nothing left
+    assert route_after_round({**more, "bound_hit": "max_rounds"}) == "synthesize"
+    assert route_after_round({**more, "plan": []}) == "synthesize"  # the round called nothing
 
 
 def test_memory_store_filter_is_the_callers() -> None:

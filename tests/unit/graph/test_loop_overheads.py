@@ -1,7 +1,6 @@
 """The loop's bookkeeping, made cheaper without changing what it records: trace events
 stored once per node (still streamed one by one), pool items validated once, memoised text
-functions, the SQLite checkpointer called on the loop (its files readable by LangGraph's
-own async saver)."""
+functions, no write of a channel a node leaves unchanged."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ from graph.events import EventSink
 from graph.models import Caller, RunOptions, TraceEvent
 from graph.nodes import pool_ranked
 from graph.runner import Researcher
-from graph.settings import GraphSettings
 from graph.text import name_distance, proper_phrases, sentences, stem, terms, words
 from graph.trace_store import TraceStore, WalCheckpoints
 from tools.context import _MemoTitleIndex
@@ -227,109 +225,24 @@ def test_the_memoised_title_index_answers_like_the_plain_one() -> None:
     assert memo.mentions(text) == plain.mentions(text)
 
 
-async def test_each_channel_value_is_checkpointed_once_per_version(tmp_path: Path) -> None:
-    researcher = Researcher(
-        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
-    )
-    try:
-        result = await researcher.run(QUESTION, Caller(), RunOptions(), run_id="run-1")
-        graph = await researcher._graph()
-        state = await graph.aget_state({"configurable": {"thread_id": "run-1"}})
-    finally:
-        await researcher.aclose()
-    # Read back whole: the pool, the ranking, the result.
-    assert set(state.values["pool"]) >= {e.id for e in result.evidence}
-    assert state.values["result"]["answer"] == result.answer
-    db = sqlite3.connect(tmp_path / "runs.sqlite")
-    checkpoints = db.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
-    pools = db.execute("SELECT COUNT(*) FROM checkpoint_blobs WHERE channel = 'pool'").fetchone()[0]
-    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    db.close()
-    assert pools == result.rounds < checkpoints  # once per round (fuse), not per step
-
-
-def test_a_threads_first_checkpoint_reads_no_stored_versions(tmp_path: Path) -> None:
-    """Every run starts a thread: its first checkpoint has no parent and nothing stored to
-    look up. A saver continuing a thread it has not seen (another process) reads them."""
-    from langgraph.checkpoint.base import empty_checkpoint
-
-    from graph.checkpoints import LoopSqliteSaver
-
-    path = tmp_path / "runs.sqlite"
-    statements: list[str] = []
-    conn = sqlite3.connect(path, check_same_thread=False)
-    saver = LoopSqliteSaver(conn)
-    saver.setup()
-    conn.set_trace_callback(statements.append)
-    first = empty_checkpoint()
-    first["channel_values"], first["channel_versions"] = {"question": "q?"}, {"question": "1"}
-    config: Any = {"configurable": {"thread_id": "new", "checkpoint_ns": ""}}
-    saved = saver.put(config, first, {}, {"question": "1"})
-    assert statements and not any("FROM checkpoint_blobs" in s for s in statements)
-
-    other_conn = sqlite3.connect(path, check_same_thread=False)
-    other = LoopSqliteSaver(other_conn)
-    other_statements: list[str] = []
-    other_conn.set_trace_callback(other_statements.append)
-    second = empty_checkpoint()
-    second["channel_values"] = {**first["channel_values"], "round": 2}
-    second["channel_versions"] = {**first["channel_versions"], "round": "2"}
-    other.put(saved, second, {}, {"round": "2"})
-    assert any("FROM checkpoint_blobs" in s for s in other_statements)
-    rows = sqlite3.connect(path).execute("SELECT channel FROM checkpoint_blobs").fetchall()
-    assert sorted(c for (c,) in rows) == ["question", "round"]
-    latest = LoopSqliteSaver(sqlite3.connect(path)).get_tuple(
-        {"configurable": {"thread_id": "new"}}
-    )
-    assert latest is not None and latest.checkpoint["channel_values"] == second["channel_values"]
-
-
-async def test_a_copy_of_a_threads_first_checkpoint_reads_back_whole(tmp_path: Path) -> None:
-    """LangGraph's ``__copy__`` of a thread's first checkpoint puts it with no parent on a
-    thread that has stored values: the saver, taking it for a new thread, writes its
-    values again (the same rows), and the copy reads back whole, in another saver too."""
-    path = tmp_path / "runs.sqlite"
-    first_run = Researcher(ledger_corpus(), checkpointer_path=path, search_fn=memory_search)
-    try:
-        await first_run.run(QUESTION, Caller(), RunOptions(), run_id="run-1")
-    finally:
-        await first_run.aclose()
-    other = Researcher(ledger_corpus(), checkpointer_path=path, search_fn=memory_search)
-    try:
-        graph = await other._graph()
-        config: Any = {"configurable": {"thread_id": "run-1"}}
-        history = [s async for s in graph.aget_state_history(config)]
-        first = history[-1]  # the thread's first stored checkpoint: the input, pending
-        assert first.parent_config is None and "pool" in first.values
-        copied = await graph.aupdate_state(first.config, None, as_node="__copy__")
-        again = await graph.aget_state(copied)
-    finally:
-        await other.aclose()
-    assert again.values == first.values
-    fresh = Researcher(ledger_corpus(), checkpointer_path=path, search_fn=memory_search)
-    try:
-        read = await (await fresh._graph()).aget_state(copied)
-    finally:
-        await fresh.aclose()
-    assert read.values == first.values
-
-
 async def test_a_node_writes_no_channel_it_leaves_unchanged(tmp_path: Path) -> None:
     """No warnings, no write of ``warnings``; no tokens spent, no write of ``tokens``: each
     write would version its channel and be saved twice (the step's writes, its checkpoint).
-    Checkpointed at every step, so that every node's writes are in the table."""
+    Every node's writes are in the saver's table: the round's nodes' in the round
+    subgraph's namespace, synthesize's in the parent's. (The subgraph's input and its
+    output, written back by the parent's ``round`` task, hold every channel: not counted.)"""
     researcher = Researcher(
         ledger_corpus(),
-        settings=GraphSettings(checkpoint_every="step"),
         checkpointer_path=tmp_path / "runs.sqlite",
         search_fn=memory_search,
     )
     try:
         result = await researcher.run(QUESTION, Caller(), RunOptions(), run_id="run-1")
-        saver = await researcher.checkpoints.saver()
+        saver = await researcher.savers.saver()
         db = sqlite3.connect(tmp_path / "runs.sqlite")
         rows = db.execute(
-            "SELECT channel, type, value FROM writes WHERE channel IN ('warnings', 'tokens')"
+            "SELECT channel, type, value FROM writes WHERE channel IN ('warnings', 'tokens') "
+            "AND task_path NOT LIKE '%, round' AND task_path NOT LIKE '%, __start__'"
         ).fetchall()
         steps = db.execute("SELECT COUNT(DISTINCT task_id) FROM writes").fetchone()[0]
         db.close()
@@ -339,41 +252,6 @@ async def test_a_node_writes_no_channel_it_leaves_unchanged(tmp_path: Path) -> N
     assert result.usage["tokens"] == 0 and steps >= 6  # the rule policy spends no tokens
     assert all(channel == "warnings" and value for channel, value in written), written
     assert sum(len(value) for _, value in written) <= len(result.warnings)
-
-
-async def test_a_run_checkpointed_with_values_inline_is_read_and_continued(
-    tmp_path: Path,
-) -> None:
-    from langgraph.checkpoint.base import empty_checkpoint
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    from graph.checkpoints import LoopSqliteSaver
-
-    path = tmp_path / "runs.sqlite"
-    config: Any = {"configurable": {"thread_id": "old", "checkpoint_ns": ""}}
-    first = empty_checkpoint()
-    first["channel_values"] = {"question": "q?", "pool": {"a#0": {"id": "a#0"}}}
-    first["channel_versions"] = {"question": "1", "pool": "1"}
-    async with AsyncSqliteSaver.from_conn_string(str(path)) as old:  # every value inline
-        saved = await old.aput(config, first, {}, {"question": "1", "pool": "1"})
-    saver = LoopSqliteSaver(sqlite3.connect(path, check_same_thread=False))
-    read = saver.get_tuple(config)
-    assert read is not None and read.checkpoint["channel_values"] == first["channel_values"]
-    # Continued: only the round changed; the old values are stored apart on the way.
-    second = empty_checkpoint()
-    second["channel_values"] = {**first["channel_values"], "round": 2}
-    second["channel_versions"] = {**first["channel_versions"], "round": "2"}
-    saver.put(saved, second, {}, {"round": "2"})
-    fresh = LoopSqliteSaver(sqlite3.connect(path))
-    latest = fresh.get_tuple({"configurable": {"thread_id": "old"}})
-    assert latest is not None and latest.checkpoint["channel_values"] == second["channel_values"]
-    history = list(fresh.list({"configurable": {"thread_id": "old"}}))
-    assert [h.checkpoint["channel_values"] for h in history] == [
-        second["channel_values"],
-        first["channel_values"],
-    ]
-    inline = sqlite3.connect(path).execute("SELECT COUNT(*) FROM checkpoint_blobs").fetchone()
-    assert inline[0] == 3  # question, pool (moved out of line) and round
 
 
 async def test_the_next_rounds_searches_are_embedded_from_assess_exactly_as_planned(
@@ -448,18 +326,6 @@ def test_the_writer_checkpoints_itself_while_the_background_one_cannot() -> None
     wal._failed = RuntimeError("disk full")  # the last background checkpoint failed
     wal.committed(conn)  # type: ignore[arg-type]
     assert conn.sql == ["PRAGMA wal_checkpoint(PASSIVE)"] and wal._failed is None
-
-
-async def test_the_checkpointer_commits_without_sqlites_auto_checkpoint(tmp_path: Path) -> None:
-    researcher = Researcher(
-        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
-    )
-    saver = await researcher.checkpoints.saver()
-    saver.wal.every = 5
-    await researcher.run(QUESTION, Caller(), RunOptions(mode="iterative"))
-    assert saver.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-    await researcher.aclose()  # waits for a running background checkpoint
-    assert saver.wal.done >= 1
 
 
 def test_a_whole_word_test_answers_as_the_pattern_does() -> None:
