@@ -7,6 +7,7 @@ from mcp import Client
 from api.mcp_server import build_mcp_server
 from graph.models import Caller
 from retrieval.records import Meta, Record
+from tools.catalog import DEFAULT_TOOLS
 from tools.testing import MemoryStore, memory_search
 
 
@@ -35,7 +36,7 @@ async def test_tools_listed_with_schemas_and_read_only_hints() -> None:
     server = build_mcp_server(MemoryStore(STORE_RECORDS), Caller(user="ana"), memory_search)
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"search_knowledge", "lookup_entity", "get_document", "get_neighbors"}
+    assert set(tools) == {t.name for t in DEFAULT_TOOLS}  # get_links included
     for tool in tools.values():
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
         assert tool.output_schema is not None and "evidence" in tool.output_schema["properties"]
