@@ -22,7 +22,7 @@ from api.logging import request_id_var
 from api.openapi import install_openapi
 from api.routers.metrics import metrics_router
 from api.settings import ApiSettings
-from api.sources import SourceSync, load_sources_file
+from api.sources import load_sources_file
 from api.startup_checks import (
     HomeError,
     fatal_line,
@@ -35,6 +35,7 @@ from api.startup_checks import (
 from api.tasks.store import TaskStore
 from api.tasks.workers import ChangeFeed, WorkerPool
 from api.telemetry import (
+    CountedSourceSync,
     CountedWebhookSender,
     HttpMetrics,
     TelemetrySettings,
@@ -209,7 +210,7 @@ def assemble(
         settings.task_lease_s,
         retention_s=settings.retention_days * 86_400,
     )
-    sources = SourceSync(store, tasks, load_sources_file(settings.sources_file))
+    sources = CountedSourceSync(store, tasks, load_sources_file(settings.sources_file))
     return Services(
         settings=settings,
         keys=keys,

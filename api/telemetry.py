@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.schemas import WebhookDelivery
+from api.sources import SourceConfig, SourceSync
 from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, RunOptions
 from graph.telemetry import traced_run
@@ -202,6 +203,28 @@ class CountedWebhookSender(WebhookSender):
         delivered = await super().deliver(url, secret, webhook_id, body, counted, first_attempt)
         WEBHOOK_DELIVERIES.labels("delivered" if delivered else "gave_up").inc()
         return delivered
+
+
+INGESTED_PASSAGES = Counter(
+    "waypoint_ingest_passages_total", "Passages indexed by source syncs, by source", ["source"]
+)
+INGEST_SECONDS = Counter(
+    "waypoint_ingest_seconds_total",
+    "Time source syncs spent ingesting, by source (passages per second: the rate of"
+    " waypoint_ingest_passages_total over the rate of this)",
+    ["source"],
+)
+
+
+class CountedSourceSync(SourceSync):
+    """The source syncs, each one's indexed passages and time counted (by the names of
+    the sources file: a bounded set)."""
+
+    def _sync_blocking(self, name: str, cfg: SourceConfig) -> tuple[dict[str, Any], list[str]]:
+        summary, failures = super()._sync_blocking(name, cfg)
+        INGESTED_PASSAGES.labels(name).inc(summary.get("records_indexed") or 0)
+        INGEST_SECONDS.labels(name).inc(summary.get("seconds") or 0.0)
+        return summary, failures
 
 
 class TaskQueueCollector(Collector):

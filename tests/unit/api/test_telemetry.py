@@ -32,8 +32,9 @@ from api.auth import KeyRing
 from api.logging import ContextFilter, JsonFormatter
 from api.schemas import WebhookDelivery
 from api.settings import ApiSettings
+from api.sources import SourceConfig, SourceSync
 from api.tasks.store import TaskStore
-from api.telemetry import CountedWebhookSender
+from api.telemetry import CountedSourceSync, CountedWebhookSender
 from graph.policies.llm import LLMPolicy
 from graph.runner import Researcher
 from graph.settings import GraphSettings
@@ -344,3 +345,22 @@ async def test_webhook_attempts_and_deliveries_are_counted() -> None:
     ]
     assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1]
     assert [d.status_code for d in logged] == [503, 200]
+
+
+def test_source_syncs_count_their_passages_and_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def synced(self: SourceSync, name: str, cfg: SourceConfig) -> tuple[dict[str, Any], list[str]]:
+        return {"records_indexed": 5, "seconds": 0.5, "added": 1}, []
+
+    monkeypatch.setattr(SourceSync, "_sync_blocking", synced)  # the ingest itself
+
+    def sample(name: str) -> float:
+        return REGISTRY.get_sample_value(name, {"source": "wiki"}) or 0.0
+
+    before = sample("waypoint_ingest_passages_total"), sample("waypoint_ingest_seconds_total")
+    sync = CountedSourceSync(None, None, {})  # type: ignore[arg-type]
+    summary, _ = sync._sync_blocking("wiki", SourceConfig(path=tmp_path))
+    assert summary["records_indexed"] == 5
+    after = sample("waypoint_ingest_passages_total"), sample("waypoint_ingest_seconds_total")
+    assert (after[0] - before[0], after[1] - before[1]) == (5, 0.5)
