@@ -19,6 +19,7 @@ from api.auth import KeyRing, RateLimiter
 from api.deps import Services
 from api.errors import error_response, install_error_handlers
 from api.logging import request_id_var
+from api.metrics import CountedSourceSync, CountedWebhookSender, HttpMetrics, MetricsSettings
 from api.openapi import install_openapi
 from api.routers.metrics import metrics_router
 from api.settings import ApiSettings
@@ -34,15 +35,7 @@ from api.startup_checks import (
 )
 from api.tasks.store import TaskStore
 from api.tasks.workers import ChangeFeed, WorkerPool
-from api.telemetry import (
-    CountedSourceSync,
-    CountedWebhookSender,
-    HttpMetrics,
-    TelemetrySettings,
-    TracedResearcher,
-    configure_tracing,
-    http_telemetry,
-)
+from api.telemetry import TracedResearcher, configure_tracing, http_telemetry
 from retrieval.engines.base import is_engine_panic
 from retrieval.health import Finding
 
@@ -293,7 +286,7 @@ def create_app(
     # Added first, so it runs inside the request context (its 500 carries the request id).
     app.add_middleware(NativeErrorGuard)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
-    scrape = metrics_router(TelemetrySettings())
+    scrape = metrics_router(MetricsSettings())
     if scrape is not None:
         app.include_router(scrape)
     app.add_middleware(HttpMetrics)  # outermost of ours: a refused request is counted too

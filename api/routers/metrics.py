@@ -10,10 +10,10 @@ from fastapi import APIRouter, Depends, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from api.deps import ServicesDep, require_principal
-from api.telemetry import TelemetrySettings, render_metrics
+from api.metrics import MetricsSettings, render_metrics
 
 
-def metrics_router(settings: TelemetrySettings) -> APIRouter | None:
+def metrics_router(settings: MetricsSettings) -> APIRouter | None:
     """The route as the setting wants it: behind an API key, open, or absent (None)."""
     if settings.metrics == "off":
         return None

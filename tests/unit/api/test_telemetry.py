@@ -30,11 +30,11 @@ from prometheus_client import REGISTRY
 from api.app import assemble, create_app
 from api.auth import KeyRing
 from api.logging import ContextFilter, JsonFormatter
+from api.metrics import CountedSourceSync, CountedWebhookSender
 from api.schemas import WebhookDelivery
 from api.settings import ApiSettings
 from api.sources import SourceConfig, SourceSync
 from api.tasks.store import TaskStore
-from api.telemetry import CountedSourceSync, CountedWebhookSender
 from graph.policies.llm import LLMPolicy
 from graph.runner import Researcher
 from graph.settings import GraphSettings
