@@ -12,7 +12,8 @@ from collections import Counter
 from graph.claims import neutralise_markers
 from graph.policies.base import Answer
 from graph.question import analyse
-from graph.short_answer import find_short_answer
+from graph.short_answer import assigned, find_short_answer, stated_value
+from graph.statements import superseded
 from graph.support import Support, assess_support
 from graph.text import QUESTION_WORDS, instruction_like, sentences, terms
 from tools.evidence import Evidence
@@ -23,8 +24,6 @@ NO_SUPPORTED_CLAIM = "No statement of the answer is supported by the passages it
 _MAX_SENTENCES = 3
 # A supporting sentence is quoted beside the best one only when it covers nearly as much.
 _NEAR_BEST = 0.9
-# Share of terms two sentences hold in common to be one statement in two versions.
-_SAME_STATEMENT = 0.6
 # Share of the question's names/numbers the evidence must cover to attempt an answer
 # (or of its salient terms, when it names nothing).
 _MIN_KEY_COVERAGE = 0.75
@@ -135,21 +134,6 @@ _DIGIT_WORDS = re.compile(
 )
 
 
-def superseded(supports: list[Support], evidence: list[Evidence]) -> list[Support]:
-    """Two documents stating the same thing with different values (a policy and its
-    replacement): the older document's statement is not support."""
-    drop: set[int] = set()
-    for i, a in enumerate(supports):
-        for b in supports[i + 1 :]:
-            ea, eb = evidence[a.index - 1], evidence[b.index - 1]
-            if ea.doc_id == eb.doc_id or ea.timestamp == eb.timestamp:
-                continue
-            ta, tb = set(terms(a.sentence)), set(terms(b.sentence))
-            if ta and tb and len(ta & tb) / len(ta | tb) >= _SAME_STATEMENT:
-                drop.add(a.index if ea.timestamp < eb.timestamp else b.index)
-    return [s for s in supports if s.index not in drop]
-
-
 def salient_terms(question: str) -> list[str]:
     return [t for t in terms(question) if t not in QUESTION_WORDS]
 
@@ -172,7 +156,12 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
     verdict = assess_support(question, evidence)
     # A choice or a yes/no is decided by values read from each option's own page; that
     # reading grounds itself even when no single sentence covers the question's words.
-    decided = find_short_answer(question, evidence, []) if not verdict.supported else None
+    # So does a value the evidence assigns to the setting the question names.
+    decided = (
+        find_short_answer(question, evidence, []) or assigned(question, evidence)
+        if not verdict.supported
+        else None
+    )
     if not evidence or (not verdict.supported and decided is None):
         what = ", ".join(verdict.missing) if verdict.missing else "any passage about the question"
         return Answer(
@@ -189,7 +178,11 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
             warnings=warnings,
             extractive=True,
         )
-    found = decided or find_short_answer(question, evidence, supports)
+    found = (
+        decided
+        or find_short_answer(question, evidence, supports)
+        or stated_value(question, evidence)
+    )
     value = found.value if found else None
     if found is not None:
         # The passages that decide the short answer, in chain order, and nothing else.

@@ -17,7 +17,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from graph.lexicon import related
 from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
+from graph.statements import (
+    ARRIVAL,
+    VERSION_NOTE,
+    assigned_value,
+    statements,
+    superseded,
+    value_kind,
+)
 from graph.support import Support, chain_context
 from graph.text import STOPWORDS, key_terms, sentences, stem, terms, words
 from tools.evidence import Evidence
@@ -48,7 +57,7 @@ _NUMBER_WORDS = {
 
 @dataclass
 class Found:
-    value: str
+    value: str | None  # None: the supporting sentences are found, the value is not determined
     support: list[tuple[int, str]] = field(default_factory=list)  # (evidence n, sentence)
 
 
@@ -538,23 +547,114 @@ def _typed_after(kind: str, toks: list[str], start: int, own: set[str]) -> list[
 _CODE_LIKE = re.compile(r"^`[^`]+`$|^[\w]+(?:[-_.:/][\w]+)+$|^\d+(?:\.\d+)+$|^\d+$")
 
 
-# "New in version 3.11.", "Added in version 3.2", "since 3.9": how documentation says when
-# a thing arrived.
-_ADDED = re.compile(
-    r"\b(?:new|added|introduced|available)\s+in\s+(?:version|release|v)?\s*(\d+(?:\.\d+)+)"
-    r"|\bsince\s+(?:version\s+)?(\d+(?:\.\d+)+)",
-    re.IGNORECASE,
-)
-_ARRIVAL = frozenset(
-    "added introduced new introduce get got arrive arrived appear appeared since".split()
-)
-
-
 def _asks_version(question: str) -> bool:
     """ "When was tomllib added?", "which version introduced X?", "since which version...":
     the answer is the release that brought it."""
     toks = set(words(question))
-    return bool(toks & _ARRIVAL) and bool(toks & {"when", "version", "release", "since"})
+    return bool(toks & ARRIVAL) and bool(toks & {"when", "version", "release", "since"})
+
+
+def assigned(question: str, evidence: list[Evidence]) -> Found | None:
+    """The default a signature or a config line assigns to the setting a question about a
+    default names ("dirs_exist_ok=False")."""
+    if value_kind(question) != "literal":
+        return None
+    found = assigned_value(question, evidence)
+    if found is None:
+        return None
+    n, line, value = found
+    return Found(value, [(n, line)])
+
+
+# A runner-up this close to the best statement, stating another value, leaves the value
+# undetermined.
+_CLOSE = 0.05
+
+
+def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
+    """For a question that asks a value (a number, a duration, a date, a default): the
+    sentence that writes one and whose scope best binds the question, quoted alone, when
+    it writes exactly one value and no nearly as well bound sentence writes another. A
+    default assigned to the setting the question names ("dirs_exist_ok=False") is read
+    first."""
+    kind = value_kind(question)
+    if kind is None:
+        return None
+    if kind == "literal" and (given := assigned(question, evidence)) is not None:
+        return given
+    found = superseded(statements(question, evidence), evidence)
+    if not found:
+        return None
+    best = found[0]
+    rivals = {
+        v
+        for s in found[1:]
+        if s.bound >= best.bound - _CLOSE
+        and s.direct >= best.direct - _CLOSE
+        and len(s.values) == 1
+        for v in s.values
+    }
+    value = best.values[0] if len(best.values) == 1 and rivals <= set(best.values) else None
+    if value is None or _asks_more_than_once(question):
+        # Undetermined, or the question's last hop ("... that clock") is not what the
+        # scope was bound to: the supporting sentences are quoted instead.
+        return None
+    counted = _counted_noun(question)
+    if counted:
+        # "how many minutes": the number that counts minutes ("within 5 minutes")
+        if not _counting(value, best.sentence, counted):
+            return None
+        value = _measured(value, counted)
+    elif not _beside_asked(value, best.sentence, question):
+        return None  # the value stands apart from every word the question asks about
+    return Found(value, [(best.index, best.sentence)])
+
+
+def _asks_more_than_once(question: str) -> bool:
+    """ "timeit uses a clock. when was that clock added?": the asked thing is defined by an
+    earlier sentence, a hop the sentence's scope was not bound to."""
+    return ask_of(question) != question or bool(re.search(r"\w[.!?]\s+\w", question.strip()))
+
+
+def _counting(value: str, sentence: str, counted: str) -> bool:
+    """Is the word right after ``value`` the counted noun or a near synonym?"""
+    toks = [t.strip(",.;:()[]`'\"") for t in sentence.split()]
+    for i, tok in enumerate(toks[:-1]):
+        if tok == value:
+            after = stem(toks[i + 1].casefold())
+            if after == counted or related(counted, [after]):
+                return True
+    return False
+
+
+# A unit of measure is part of a quantity ("5 minutes"); a counted thing is not ("3").
+_MEASURES = frozenset(
+    """second minute hour day week month year ms millisecond byte kilobyte megabyte
+    gigabyte kb mb gb tb kib mib gib percent""".split()
+)
+
+
+def _measured(value: str, counted: str) -> str:
+    return f"{value} {counted}s" if counted in _MEASURES and value not in {"1", "one"} else value
+
+
+_BESIDE = 4
+_DEFAULT_CUES = frozenset({"default", "defaults", "otherwise", "unless"})
+
+
+def _beside_asked(value: str, sentence: str, question: str) -> bool:
+    """Is the value within a few words of a word the question asks about, or of the word
+    documentation states an unset value with ("Default five seconds")?"""
+    toks = [stem(t.strip(",.;:()[]`'\"").casefold()) for t in sentence.split()]
+    first = stem(value.split()[0].casefold())
+    asked = set(terms(question)) | _DEFAULT_CUES
+    spots = [i for i, t in enumerate(toks) if t == first]
+    return any(
+        toks[j] in asked
+        for i in spots
+        for j in range(max(0, i - _BESIDE), min(len(toks), i + _BESIDE + 1))
+        if j != i
+    )
 
 
 def _version_added(
@@ -565,7 +665,7 @@ def _version_added(
     idents = [m.group(0).strip("`") for m in _IDENTIFIER.finditer(question)]
     # "itertools.pairwise" is written "pairwise" in its own section
     names = idents + [i.rsplit(".", 1)[-1] for i in idents if "." in i] + key_terms(question)
-    asked = [t for t in terms(question) if t not in _ARRIVAL and t not in _WH_WORDS]
+    asked = [t for t in terms(question) if t not in ARRIVAL and t not in _WH_WORDS]
     order = [s.index for s in sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index))]
     order += [n for n in range(1, len(evidence) + 1) if n not in order]
     for n in order[:5]:
@@ -578,7 +678,7 @@ def _version_added(
             not names and title_terms & set(asked)
         ):
             continue
-        notes = [(m.start(), m.group(1) or m.group(2)) for m in _ADDED.finditer(text)]
+        notes = [(m.start(), m.group(1) or m.group(2)) for m in VERSION_NOTE.finditer(text)]
         if not notes:
             continue
         # The note that follows the subject's own mention (a section lists several APIs,
@@ -645,7 +745,12 @@ def wh_answer(
 ) -> Found | None:
     kind = shape.answer_type
     if _asks_version(question):
-        return _version_added(question, evidence, supports)
+        if _asks_more_than_once(question):
+            # "X uses a clock. When was that clock added?": the scope read is not the
+            # hop's; the note after the named subject is
+            return _version_added(question, evidence, supports)
+        # a page without paragraphs: the note after the subject's own name
+        return stated_value(question, evidence) or _version_added(question, evidence, supports)
     if kind == "entity" and shape.kind and _IDENTIFIER.search(question):
         # Technical questions (they name a setting, symbol or ticket) get technical values.
         return _named_value(shape, question, evidence, supports)
@@ -689,7 +794,8 @@ def wh_answer(
                 best = sorted(found.items(), key=lambda kv: kv[1])
                 if len(best) > 1 and best[1][1] == best[0][1]:
                     return None
-                return Found(best[0][0], [(n, _sentence_with(e.text, best[0][0]))])
+                value = best[0][0]
+                return Found(_measured(value, counted), [(n, _sentence_with(e.text, value))])
             continue
         for sent in sentences(e.text):
             toks = sent.split()

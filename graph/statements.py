@@ -1,0 +1,309 @@
+"""Which sentence states what the question asks: each sentence read in its own scope.
+
+A page of documentation is a sequence of entries: a label line names a setting, a
+function or a section ("port (integer)", "itertools.permutations(iterable, r=None)",
+"Module functions") and the sentences under it speak about that thing until the next
+label. "The default is 500000" under one setting's label is not the default of the setting
+the question names, though both sit in one passage. So a sentence's subject is read from
+its scope - its paragraph, the label it sits under (or, without one, the passage's text
+before it), its section heading and its page title - and not from the whole page.
+
+A sentence *states* the answer when the question's names are in its scope, most of what
+the question asks about (weighted by how rare each word is in the evidence at hand) is in
+its scope, and - for a question that asks for a value (a number, a duration, a date, a
+default) - the sentence itself writes a value of that type that the question does not.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from graph.lexicon import prefetch, related
+from graph.question import QuestionShape, analyse
+from graph.support import chain_context, question_parts
+from graph.text import QUESTION_WORDS, instruction_like, sentences, stem, terms, words
+from tools.evidence import Evidence
+
+# A label is one short line with no sentence or clause ending.
+_LABEL_MAX_WORDS = 12
+_BLOCK = re.compile(r"\n[ \t]*\n")
+_CLAUSE_END = (".", ",", ";", ":", "!", "?")
+# Weighted share of the question's terms a stating sentence's scope must hold.
+MIN_BOUND = 0.45
+# How much a question term counts when met in the sentence's paragraph or the one
+# before, or further away (an earlier paragraph of its entry, a page a hop came from),
+# against 1 in the sentence, its label or its page's title and heading.
+_NEAR = (0.9, 0.8)  # its own paragraph, the one before
+_FAR = 0.6
+# Paraphrase is asked only of the best-bound candidates (one batch of word vectors).
+_PARAPHRASE_CANDIDATES = 40
+
+# Multipliers ("million", "dozen") count only after a number: "$47 billion" is not "billion".
+_NUMBER_WORDS = frozenset(
+    """zero one two three four five six seven eight nine ten eleven twelve fifteen twenty
+    thirty forty fifty sixty hundred""".split()
+)
+_TIME_UNITS = frozenset(
+    "ms millisecond second sec minute min hour day week month year decade century".split()
+)
+_LITERALS = frozenset({"true", "false", "none", "null", "unlimited"})
+_NUM = re.compile(r"^[-+$€£]?\d[\d,]*(?:\.\d+)?%?$")
+VERSION_NOTE = re.compile(
+    r"\b(?:new|added|introduced|available)\s+in\s+(?:version|release|v)?\s*(\d+(?:\.\d+)+)"
+    r"|\bsince\s+(?:version\s+)?(\d+(?:\.\d+)+)",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"^(1[5-9]\d\d|20\d\d)s?$")
+_CODE = re.compile(r"^`[^`]+`$|^[A-Za-z_][\w]*(?:[._][\w]+)+$|^[A-Z][A-Z0-9]*_[A-Z0-9_]+$")
+# Words with which a question asks for a setting's value rather than a description.
+_DEFAULT_WORDS = frozenset({"default", "defaults", "otherwise"})
+# A span of years is not answered by one year.
+_SPANS = frozenset({"century", "centuries", "decade", "decades", "era", "period"})
+# Verbs with which a question asks when a thing arrived ("when was X added").
+ARRIVAL = frozenset(
+    """added introduced new introduce arrive arrived appear appeared get got gain gained
+    since""".split()
+)
+
+
+# Share of terms two sentences hold in common to be one statement in two versions.
+_SAME_STATEMENT = 0.6
+
+
+class _Sentence(Protocol):
+    @property
+    def index(self) -> int: ...
+    @property
+    def sentence(self) -> str: ...
+
+
+_S = TypeVar("_S", bound=_Sentence)
+
+
+@dataclass(frozen=True)
+class Statement:
+    index: int  # 1-based position of the evidence item
+    sentence: str
+    bound: float  # weighted share of the question's terms its scope holds
+    direct: float  # ... that the sentence itself (with its label) holds
+    values: tuple[str, ...]  # values of the asked type the sentence writes
+
+
+def superseded(supports: list[_S], evidence: list[Evidence]) -> list[_S]:
+    """Two documents stating the same thing with different values (a policy and its
+    replacement): the older document's statement is not support."""
+    drop: set[int] = set()
+    for i, a in enumerate(supports):
+        for b in supports[i + 1 :]:
+            ea, eb = evidence[a.index - 1], evidence[b.index - 1]
+            if ea.doc_id == eb.doc_id or ea.timestamp == eb.timestamp:
+                continue
+            ta, tb = set(terms(a.sentence)), set(terms(b.sentence))
+            if ta and tb and len(ta & tb) / len(ta | tb) >= _SAME_STATEMENT:
+                drop.add(a.index if ea.timestamp < eb.timestamp else b.index)
+    return [s for s in supports if s.index not in drop]
+
+
+def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
+    """The type of value the question asks for, if it asks for one: "version" (when a
+    thing arrived), "date", "number", "duration" or "literal" (a setting's default)."""
+    shape = shape or analyse(question)
+    toks = set(words(question))
+    if shape.answer_type in {"yesno", "option", "person", "place"} or toks & _SPANS:
+        return None
+    if "often" in toks and "how" in toks:
+        return "duration"
+    if shape.answer_type in {"date", "number", "duration"}:
+        return shape.answer_type
+    if "version" in toks or "release" in toks or (toks & ARRIVAL and "when" in toks):
+        return "date"
+    if toks & _DEFAULT_WORDS:
+        return "literal"
+    return None
+
+
+def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
+    """Values of ``kind`` the sentence writes that the question does not."""
+    asked = {w.casefold() for w in question.split()} | set(words(question))
+    out: list[str] = []
+    if kind == "date":
+        # A release note dates a thing in documentation ("New in version 3.11").
+        out = [m.group(1) or m.group(2) for m in VERSION_NOTE.finditer(sentence)]
+    toks = [t.strip(",.;:()[]\"'“”") for t in sentence.split()]
+    for i, tok in enumerate(toks):
+        low = tok.casefold()
+        if not tok or low in asked:
+            continue
+        prev = toks[i - 1].casefold() if i else ""
+        after = toks[i + 1].casefold() if i + 1 < len(toks) else ""
+        is_num = bool(_NUM.match(tok)) or low in _NUMBER_WORDS
+        if kind == "date":
+            if _YEAR.match(tok):
+                out.append(tok)
+        elif kind == "duration":
+            if is_num and stem(after) in _TIME_UNITS:
+                out.append(f"{tok} {toks[i + 1]}")
+        elif kind == "number":
+            if is_num and prev != "version" and not _YEAR.match(tok):
+                out.append(tok)
+        elif kind == "literal":
+            if (is_num and prev != "version") or low in _LITERALS or _CODE.match(tok):
+                out.append(tok.strip("`"))
+    return tuple(dict.fromkeys(out))
+
+
+def _blocks(text: str) -> list[str]:
+    return [b for b in _BLOCK.split(text) if b.strip()]
+
+
+def _is_label(block: str) -> bool:
+    line = block.strip("\n")
+    if "\n" in line or line[:1].isspace():
+        return False
+    line = line.strip()
+    return (
+        0 < len(line.split()) <= _LABEL_MAX_WORDS
+        and not line.endswith(_CLAUSE_END)
+        and not line.startswith(("#", "-", "*", ">", "|"))
+        or line.startswith("#")
+    )
+
+
+def scoped(text: str) -> list[tuple[str, str, list[str]]]:
+    """(sentence, label, scope) for each sentence of a passage: the label it sits under
+    ("" when the passage opens mid-entry) and the paragraphs from that label (or the
+    passage's start) to the sentence's own, nearest first."""
+    out: list[tuple[str, str, list[str]]] = []
+    blocks = _blocks(text)
+    start, label = 0, ""
+    for i, block in enumerate(blocks):
+        if _is_label(block):
+            start, label = i + 1, block.strip().lstrip("#").strip()
+            continue
+        scope = blocks[start : i + 1][::-1]
+        out.extend((s, label, scope) for s in _statements_of(block))
+    return out
+
+
+_ITEM = re.compile(r"^\s*(?:[-*•+]\s|\d+[.)]\s|\|)")
+# Reference text starts a sentence with a lowercase name: "... in version 3.2.
+# itertools.pairwise(iterable) Return ...".
+_CODE_START = re.compile(r"(?<=[a-z0-9]\.)\s+(?=[a-z_]\w*(?:\.\w+)*\()")
+
+
+def _statements_of(block: str) -> list[str]:
+    """A paragraph's sentences; a list or a table says one thing per item or row."""
+    out: list[str] = []
+    for sent in (part for whole in sentences(block) for part in _CODE_START.split(whole)):
+        lines = [ln for ln in sent.splitlines() if ln.strip()]
+        if len(lines) > 1 and sum(bool(_ITEM.match(ln)) for ln in lines) >= len(lines) - 1:
+            out.extend(_ITEM.sub("", ln).strip(" |") for ln in lines)
+        else:
+            out.append(sent)
+    return out
+
+
+def _expand(ts: set[str]) -> set[str]:
+    """Terms with the parts of identifiers: max_workers also says "max" and "worker"."""
+    out = set(ts)
+    for t in ts:
+        if "_" in t or "." in t:
+            out.update(stem(p) for p in re.split(r"[_.]", t) if len(p) >= 3)
+    return out
+
+
+def _weights(q_terms: list[str], evidence: list[Evidence]) -> dict[str, float]:
+    """Rarer in the evidence at hand weighs more: a word every passage shares says little."""
+    df: Counter[str] = Counter()
+    for e in evidence:
+        have = _expand(set(terms(f"{e.title} {e.text}")))
+        df.update(t for t in q_terms if t in have)
+    n = max(len(evidence), 1)
+    return {t: math.log(1 + n / (1 + df[t])) + 0.1 for t in q_terms}
+
+
+def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
+    """Sentences whose scope binds the question's names and most of its terms, best first;
+    for a question asking a value, only sentences that write one."""
+    shape = analyse(question)
+    kind = value_kind(question, shape)
+    parts = question_parts(question)
+    # Words naming the answer's type ("which python version", "what port") are met by the
+    # value itself, and a release note says "new in" for "added": they weigh only as a
+    # tie-break.
+    typed = set(parts.answer_type) | (ARRIVAL | {"version", "release"} if kind == "date" else set())
+    q_terms = [t for t in dict.fromkeys(terms(question)) if t not in QUESTION_WORDS]
+    need = [t for t in q_terms if t not in typed]
+    if not need:
+        return []
+    weight = _weights(q_terms, evidence)
+    total = sum(weight[t] for t in need)
+    contexts, linked = chain_context(evidence, question)
+    found: list[tuple[Statement, set[str]]] = []
+    for n, e in enumerate(evidence, start=1):
+        frame = set(terms(f"{e.title} {' '.join(e.locator.heading_path if e.locator else [])}"))
+        # Names the question holds may be met on the page a hop came from.
+        chain = contexts[n - 1] if e.id in linked else set()
+        for sent, label, scope in scoped(e.text):
+            if instruction_like(sent):
+                continue
+            own = _expand(set(terms(f"{label} {sent}")) | frame)
+            # How near each term is: in the sentence, its label or its page's frame; in
+            # its paragraph; in an earlier paragraph of its entry or a page a hop came from.
+            reach = {t: _FAR for t in _expand(set(terms(" ".join(scope[2:])))) | chain}
+            for block, factor in reversed(list(zip(scope, _NEAR, strict=False))):
+                reach.update({t: factor for t in _expand(set(terms(block)))})
+            reach.update({t: 1.0 for t in own})
+            if not all(k in reach for k in parts.keys):
+                continue
+            vals = values_in(sent, kind, question) if kind else ()
+            if kind and not vals:
+                continue
+            if not set(terms(sent)) - set(q_terms) and not vals:
+                continue  # says nothing the question does not
+            bound = sum(weight[t] * reach.get(t, 0.0) for t in need) / total
+            direct = sum(weight[t] for t in q_terms if t in own) / total
+            found.append((Statement(n, sent, bound, direct, vals), set(reach)))
+    found.sort(key=lambda x: (-x[0].bound, -x[0].direct, x[0].index))
+    # Paraphrase for the words the best candidates miss ("locked" ... "giving up").
+    top = found[:_PARAPHRASE_CANDIDATES]
+    missing = {t for _, near in top for t in need if t not in near}
+    if missing:
+        prefetch([*missing, *set().union(*(near for _, near in top))])
+    out: list[Statement] = []
+    for st, near in top:
+        # a word met only by its paraphrase counts as one met further away
+        extra = _FAR * sum(weight[t] for t in need if t not in near and related(t, near))
+        out.append(Statement(st.index, st.sentence, st.bound + extra / total, st.direct, st.values))
+    out = [s for s in out if s.bound >= MIN_BOUND]
+    out.sort(key=lambda s: (-round(s.bound, 6), -s.direct, s.index))
+    return out
+
+
+# A setting or parameter the question names, and the value a text assigns it: a
+# signature's "dirs_exist_ok=False", a config file's "port = 5432".
+_SETTING = re.compile(r"`?\b([A-Za-z_]\w*(?:[._]\w+)+|[A-Za-z]+_\w*)\b`?")
+_ASSIGNED = r"(?<![\w.]){name}\s*=\s*([-+]?[\w.'\"]+)"
+
+
+def assigned_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str] | None:
+    """(evidence n, line, value) where a passage assigns a value to a setting the question
+    names (its last dotted part: "os.makedirs exist_ok" names exist_ok), when every such
+    assignment in the evidence agrees."""
+    names = {m.group(1).rsplit(".", 1)[-1] for m in _SETTING.finditer(question)}
+    names = {x for x in names if "_" in x}
+    seen: dict[str, tuple[int, str]] = {}
+    for name in names:
+        pattern = re.compile(_ASSIGNED.format(name=re.escape(name)))
+        for n, e in enumerate(evidence, start=1):
+            for line in e.text.splitlines():
+                for m in pattern.finditer(line):
+                    seen.setdefault(m.group(1).strip("'\""), (n, line.strip()))
+    if len(seen) != 1:
+        return None
+    value, (n, line) = next(iter(seen.items()))
+    return n, line, value

@@ -1,0 +1,137 @@
+"""A sentence read in its own scope: the entry it sits under, not the whole passage."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph.extractive import extractive_answer
+from graph.statements import assigned_value, scoped, statements, value_kind, values_in
+from tools.evidence import Evidence
+from tools.testing import evidence
+
+
+def ev(doc: str, title: str, text: str) -> Evidence:
+    return evidence(doc, text).model_copy(update={"title": title})
+
+
+# A reference page: one entry per setting, each under its own label line.
+SETTINGS = ev(
+    "runtime-config",
+    "Server Configuration",
+    "max_wal_size (integer)\n\n"
+    "Maximum size to let the WAL grow during automatic checkpoints. "
+    "The default is 1024 megabytes.\n\n"
+    "checkpoint_timeout (integer)\n\n"
+    "Maximum time between automatic WAL checkpoints. The default is 300 seconds.\n\n"
+    "port (integer)\n\n"
+    "The TCP port the server listens on; 5432 by default.",
+)
+
+
+def test_a_sentence_belongs_to_the_label_above_it() -> None:
+    rows = {sent: label for sent, label, _ in scoped(SETTINGS.text)}
+    assert rows["The default is 300 seconds."] == "checkpoint_timeout (integer)"
+    assert rows["The default is 1024 megabytes."] == "max_wal_size (integer)"
+
+
+@pytest.mark.parametrize(
+    ("question", "value"),
+    [
+        ("what is the default checkpoint_timeout?", "300 seconds"),
+        ("how long is checkpoint_timeout by default?", "300 seconds"),
+        ("what port does the server listen on by default?", "5432"),
+    ],
+)
+def test_the_value_stated_under_the_asked_setting(question: str, value: str) -> None:
+    answer = extractive_answer(question, [SETTINGS])
+    assert answer.answerable
+    assert value in answer.text
+    # the neighbouring setting's default is not the answer
+    assert "1024" not in answer.text
+
+
+def test_a_neighbouring_settings_value_is_not_stated_for_another() -> None:
+    found = statements("what is the default for max_wal_size?", [SETTINGS])
+    assert found
+    assert found[0].sentence == "The default is 1024 megabytes."
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("when was tomllib added?", "date"),
+        ("which version introduced itertools.pairwise?", "date"),
+        ("how many replicas does the ledger run?", "number"),
+        ("how long does connect wait before giving up?", "duration"),
+        ("how often does the interpreter switch threads?", "duration"),
+        ("what is the default for dirs_exist_ok?", "literal"),
+        ("who leads the payments team?", None),
+        ("is the ledger older than the gateway?", None),
+    ],
+)
+def test_value_kind(question: str, kind: str | None) -> None:
+    assert value_kind(question) == kind
+
+
+def test_values_of_the_asked_type_only() -> None:
+    assert values_in("Default five seconds.", "duration", "how long?") == ("five seconds",)
+    assert values_in("New in version 3.10.", "date", "when was it added?") == ("3.10",)
+    # a release number is not a quantity; a number the question holds is not an answer
+    assert values_in("New in version 3.10.", "number", "how many?") == ()
+    assert values_in("Use 2 or 3 workers.", "number", "are 2 workers enough?") == ("3",)
+    assert values_in("It is False unless set.", "literal", "what default?") == ("False",)
+
+
+def test_a_signature_assigns_the_default() -> None:
+    page = ev(
+        "shutil",
+        "shutil",
+        "shutil.copytree(src, dst, symlinks=False, dirs_exist_ok=False)\n\n"
+        "Recursively copy an entire directory tree.",
+    )
+    found = assigned_value("what's the default for dirs_exist_ok in shutil.copytree?", [page])
+    assert found is not None
+    assert found[2] == "False"
+    answer = extractive_answer("what's the default for dirs_exist_ok in shutil.copytree?", [page])
+    assert answer.short_answer == "False"
+
+
+def test_assignments_that_disagree_decide_nothing() -> None:
+    a = ev("a", "a", "open(path, buffering=-1)")
+    b = ev("b", "b", "Popen(args, buffering=0)")
+    assert assigned_value("what is the default buffering?", [a, b]) is None
+
+
+def test_a_release_note_under_another_entry_is_not_the_answer() -> None:
+    page = ev(
+        "itertools",
+        "itertools",
+        "itertools.pairwise(iterable)\n\nReturn successive overlapping pairs.\n\n"
+        "New in version 3.10.\n\n"
+        "itertools.permutations(iterable, r=None)\n\nReturn successive permutations.\n\n"
+        "New in version 3.1.",
+    )
+    answer = extractive_answer("which version introduced itertools.pairwise?", [page])
+    assert answer.short_answer == "3.10"
+
+
+def test_a_count_is_read_with_the_counted_noun_and_a_newer_policy_wins() -> None:
+    old = ev(
+        "policy-v1", "On-call policy v1", "- SEV1 pages must be acknowledged within 30 minutes."
+    )
+    new = ev(
+        "policy-v2", "On-call policy v2", "- SEV1 pages must be acknowledged within 5 minutes."
+    )
+    old = old.model_copy(update={"timestamp": old.timestamp.replace(year=2024)})
+    new = new.model_copy(update={"timestamp": new.timestamp.replace(year=2026)})
+    answer = extractive_answer(
+        "Within how many minutes must a SEV1 page be acknowledged?", [old, new]
+    )
+    assert answer.short_answer == "5 minutes"
+    assert "30 minutes" not in answer.text
+
+
+def test_a_number_that_counts_something_else_is_not_the_count() -> None:
+    page = ev("bank", "Bank", "The bank bought its rival for $47 billion in cash and stock.")
+    answer = extractive_answer("How many ATMs does the bank that bought its rival have?", [page])
+    assert answer.short_answer is None
