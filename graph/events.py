@@ -15,6 +15,7 @@ from langgraph.types import StreamWriter
 
 from graph.models import EventType, TraceEvent
 from graph.trace_store import TraceStore
+from tools.telemetry import current_trace_id
 
 OnEvent = Callable[[TraceEvent], Awaitable[None]]
 
@@ -45,6 +46,10 @@ class EventSink:
     async def emit(
         self, type: EventType, node: str | None = None, round: int = 0, **data: Any
     ) -> TraceEvent:
+        if type == "metadata":  # a run's (or a resume's) first event: where its trace is
+            trace_id = current_trace_id()
+            if trace_id is not None:
+                data.setdefault("trace_id", trace_id)
         return await self.add(
             {"type": type, "node": node, "round": round, "ts": time.time(), "data": data}
         )

@@ -164,6 +164,7 @@ async def test_one_answer_is_one_trace_request_agent_rounds_tools_and_chats(
         r = await client.post("/v1/answers", json={"question": LEDGER_QUESTION}, headers=AUTH_A)
         assert r.status_code == 200, r.text
         run_id = r.json()["run_id"]
+        metadata = researcher.get_trace(run_id)[0]  # before shutdown closes the trace store
     finished = spans.get_finished_spans()
     index = _by_id(finished)
     server = [s for s in finished if s.kind is SpanKind.SERVER]
@@ -204,6 +205,9 @@ async def test_one_answer_is_one_trace_request_agent_rounds_tools_and_chats(
     assert _attr(answer, "gen_ai.response.finish_reasons") == ("stop",)
     verdicts = [s for s in chats if _attr(s, "waypoint.llm.purpose") == "verdict"]
     assert {index[_parent_id(s) or 0].name for s in verdicts} == {"round"}
+
+    assert metadata.type == "metadata"
+    assert metadata.data["trace_id"] == trace.format_trace_id(_trace_id(server[0]))
 
 
 def test_json_log_lines_carry_the_trace_id_of_the_current_span(

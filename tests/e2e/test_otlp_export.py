@@ -1,6 +1,6 @@
 """`waypoint serve` with an OTLP endpoint: one answer reaches a collector as one trace
-(request, run, rounds, tool calls), its log lines carry that trace id, and /metrics
-counts it."""
+(request, run, rounds, tool calls), its log lines and its run's trace events carry that
+trace id, and /metrics counts it."""
 
 from __future__ import annotations
 
@@ -66,6 +66,7 @@ def test_an_answer_is_one_exported_trace_and_is_counted(
             r = http.post("/v1/answers", json={"question": "Who owns Fraud Gate?"}, headers=ANA)
             assert r.status_code == 200, r.text
             request_id = r.headers["x-request-id"]
+            run_trace = http.get(f"/v1/runs/{r.json()['run_id']}/trace", headers=ANA).json()
             metrics = http.get("/metrics", headers=ANA).text
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not any(
@@ -85,6 +86,9 @@ def test_an_answer_is_one_exported_trace_and_is_counted(
     while parent[2] in by_id:
         parent = by_id[parent[2]]
     assert parent == request  # the run hangs under the HTTP request
+
+    metadata = run_trace["events"][0]
+    assert metadata["type"] == "metadata" and metadata["data"]["trace_id"] == request[0]
 
     lines = [line for line in srv.log_lines() if line.get("request_id") == request_id]
     assert lines and {line.get("trace_id") for line in lines} == {request[0]}
