@@ -109,6 +109,9 @@ lint: $(DEV_STAMP)
 # operation (FUZZ_EXAMPLES) and in time (FUZZ_SECONDS, the whole run). Fails on a server
 # error or a response that disagrees with the OpenAPI schema; the server log is kept on
 # failure. Runs in the temporary folder (schemathesis keeps its cache in the cwd).
+# Webhook destinations are not resolved (WAYPOINT_WEBHOOK_ALLOW_PRIVATE): whether a URL's
+# host resolves to a public address is the network's answer, not the schema's, and a
+# generated host never resolves; the address checks have their own tests.
 FUZZ_PORT ?= 8765
 FUZZ_EXAMPLES ?= 20
 FUZZ_SECONDS ?= 300
@@ -119,7 +122,8 @@ fuzz: $(DEV_STAMP)
 	$(BIN)/waypoint ingest tests/fixtures/connectors/passages.jsonl --source notes --project fuzz \
 	  --index $$tmp/home >/dev/null 2>&1; \
 	WAYPOINT_HOME=$$tmp/home WAYPOINT_AUTH_FILE=$$tmp/keys.json WAYPOINT_RATE_LIMIT_PER_MINUTE=100000 \
-	  WAYPOINT_RATE_LIMIT_BURST=100000 $(BIN)/waypoint serve --host 127.0.0.1 --port $(FUZZ_PORT) \
+	  WAYPOINT_RATE_LIMIT_BURST=100000 WAYPOINT_WEBHOOK_ALLOW_PRIVATE=true \
+	  $(BIN)/waypoint serve --host 127.0.0.1 --port $(FUZZ_PORT) \
 	  > $$tmp/serve.log 2>&1 & pid=$$!; \
 	for i in $$(seq 180); do curl -sf -o /dev/null http://127.0.0.1:$(FUZZ_PORT)/healthz && break; sleep 1; done; \
 	(cd $$tmp && $(CURDIR)/$(BIN)/schemathesis run http://127.0.0.1:$(FUZZ_PORT)/openapi.json \

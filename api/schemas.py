@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from functools import cache
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from api.errors import ErrorDetail
 from graph.models import ResearchResult, RunOptions, TraceEvent
@@ -19,9 +20,36 @@ from retrieval.search_models import MAX_LEG_TIMEOUT_S, MAX_NAME_CHARS, SearchOpt
 MIN_LEG_TIMEOUT_S = 0.1
 
 
-class _Strict(BaseModel):
-    # Floats must be finite: NaN or Infinity in an option is refused (422), not computed with.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+# A request body means what its JSON types say, as the schema states them: no "10" for a
+# number, no 0 or "true" for a boolean, no number for a date-time (pydantic's lax mode
+# reads all of those). Floats must be finite: NaN or Infinity is refused, not computed with.
+_REQUEST_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+
+
+@cache
+def _integer_fields(model: type[BaseModel]) -> frozenset[str]:
+    def integer(annotation: Any) -> bool:
+        return annotation is int or any(integer(a) for a in get_args(annotation))
+
+    return frozenset(n for n, f in model.model_fields.items() if integer(f.annotation))
+
+
+class _JsonTyped(BaseModel):
+    @model_validator(mode="before")
+    @classmethod
+    def _integral_floats(cls, data: Any) -> Any:
+        # JSON Schema counts 5.0 as an integer (strict mode alone would refuse it).
+        if not isinstance(data, dict):
+            return data
+        ints = _integer_fields(cls)
+        return {
+            k: int(v) if k in ints and isinstance(v, float) and v.is_integer() else v
+            for k, v in data.items()
+        }
+
+
+class _Strict(_JsonTyped):
+    model_config = _REQUEST_CONFIG
 
 
 # An absolute http(s) URL: user info, a host name or IPv4 address (ASCII), a port,
@@ -41,11 +69,11 @@ _RFC3339 = re.compile(
 def _rfc3339(value: Any) -> Any:
     # pydantic's lax mode also reads a number, "0", a bare date or a time without offset
     # as a datetime; the schema promises RFC 3339 only, so only that is read.
-    if isinstance(value, str) and not _RFC3339.match(value):
+    if not isinstance(value, str):
+        return value  # a datetime passes; anything else fails the strict check
+    if not _RFC3339.match(value):
         raise ValueError("must be an RFC 3339 date-time with an offset, e.g. 2026-01-31T09:00:00Z")
-    if not isinstance(value, str | datetime):
-        raise ValueError("must be an RFC 3339 date-time string")
-    return value
+    return datetime.fromisoformat(value.upper())
 
 
 DateTime = Annotated[datetime, BeforeValidator(_rfc3339)]
@@ -210,7 +238,7 @@ class RunTrace(BaseModel):
     result: ResearchResult | None = None
 
 
-class SearchRequest(SearchOptions):
+class SearchRequest(_JsonTyped, SearchOptions):
     query: str = Field(min_length=1, description="The query (length capped by the server)")
     project: str | None = Field(
         default=None, max_length=MAX_NAME_CHARS, description=PROJECT_DESCRIPTION
@@ -221,8 +249,7 @@ class SearchRequest(SearchOptions):
     leg_timeout_s: float = Field(default=30.0, ge=MIN_LEG_TIMEOUT_S, le=MAX_LEG_TIMEOUT_S)
 
     model_config = ConfigDict(
-        extra="forbid",
-        allow_inf_nan=False,
+        **_REQUEST_CONFIG,
         json_schema_extra={
             "examples": [
                 {"query": "OPS-142 owner", "k": 5},

@@ -147,6 +147,11 @@ def test_request_examples_are_valid_requests(
         ("/v1/search", {"query": "q", "time_from": "2026-01-01"}, "time_from"),  # no time
         ("/v1/search", {"query": "q", "time_from": "2026-01-01T09:00:00"}, "time_from"),
         ("/v1/search", {"query": "q", "leg_timeout_s": 0.01}, "leg_timeout_s"),
+        ("/v1/search", {"query": "q", "rewrite": 0}, "rewrite"),  # 0 is no boolean
+        ("/v1/search", {"query": "q", "rerank": "true"}, "rerank"),
+        ("/v1/search", {"query": "q", "k": "10"}, "k"),  # a string is no number
+        ("/v1/search", {"query": "q", "idf_gate": True}, "idf_gate"),
+        ("/v1/answers", {"question": "q", "max_rounds": "2"}, "max_rounds"),
         ("/v1/tasks", {"question": "q", "webhook_url": ""}, "webhook_url"),
         ("/v1/tasks", {"question": "q", "webhook_url": "ftp://x/y"}, "webhook_url"),
     ],
@@ -190,3 +195,9 @@ async def test_an_rfc3339_time_filter_is_read(client: httpx.AsyncClient) -> None
     }
     r = await client.post("/v1/search", json=body, headers=AUTH_A)
     assert r.status_code == 503, r.text
+
+
+async def test_an_integral_float_is_an_integer(client: httpx.AsyncClient) -> None:
+    # JSON Schema counts 2.0 as an integer: the schema allows it, so the service does.
+    r = await client.post("/v1/answers", json={"question": "q", "max_rounds": 2.0}, headers=AUTH_A)
+    assert r.status_code == 200, r.text
