@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -25,6 +25,27 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorBody(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "error": {
+                        "code": "unknown_project",
+                        "message": "unknown project 'core': it does not exist or holds "
+                        "nothing this key may read",
+                        "field": "project",
+                    }
+                },
+                {
+                    "error": {
+                        "code": "rate_limited",
+                        "message": "too many requests for this API key; slow down",
+                    }
+                },
+            ]
+        }
+    )
+
     error: ErrorDetail
 
 

@@ -40,9 +40,13 @@ class RunEvent(BaseModel):
     ``data`` depends on the event and may gain fields."""
 
     run_id: str
-    seq: int = Field(description="the run's own sequence number (not the stream id)")
+    seq: int | None = Field(
+        default=None,
+        description="the run's own sequence number (not the stream id); absent on a "
+        "synthetic event",
+    )
     type: EventType
-    ts: float
+    ts: float | None = Field(default=None, description="epoch seconds; absent on a synthetic event")
     node: str | None = None
     round: int = 0
     data: dict[str, Any] = Field(default_factory=dict)

@@ -24,6 +24,7 @@ from api.schemas import AnswerRequest, SearchRequest, TaskRequest
 from api.settings import ApiSettings
 from api.webhooks import WebhookUrlError, check_destination
 from tests.unit.api.conftest import AUTH_A
+from tests.unit.api.test_tasks_and_streams import parse_sse
 
 SNAPSHOT = Path(__file__).with_name("openapi.snapshot.json")
 
@@ -201,3 +202,31 @@ async def test_an_integral_float_is_an_integer(client: httpx.AsyncClient) -> Non
     # JSON Schema counts 2.0 as an integer: the schema allows it, so the service does.
     r = await client.post("/v1/answers", json={"question": "q", "max_rounds": 2.0}, headers=AUTH_A)
     assert r.status_code == 200, r.text
+
+
+def _check_documented(model: type[BaseModel], data: dict[str, Any]) -> None:
+    """``data`` is an instance of ``model``, with no field the model does not document."""
+    model.model_validate(data)
+    assert set(data) <= set(model.model_fields), (
+        model.__name__,
+        set(data) - set(model.model_fields),
+    )
+
+
+async def test_the_answer_stream_sends_what_its_models_say(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/v1/answers", json={"question": "q"}, headers={**AUTH_A, "Accept": "text/event-stream"}
+    )
+    events = parse_sse(r.text)
+    assert {e["event"] for e in events} >= {"metadata", "tool_call", "token", "citation", "done"}
+    for event in events:
+        _check_documented(ANSWER_STREAM[event["event"]], event["data"])
+
+
+async def test_the_task_stream_sends_what_its_models_say(client: httpx.AsyncClient) -> None:
+    task = (await client.post("/v1/tasks", json={"question": "q"}, headers=AUTH_A)).json()
+    r = await client.get(f"/v1/tasks/{task['id']}/events", headers=AUTH_A)
+    events = parse_sse(r.text)
+    assert events[0]["event"] == "metadata" and events[-1]["event"] == "done"
+    for event in events:
+        _check_documented(TASK_STREAM[event["event"]], event["data"])
