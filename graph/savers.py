@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,7 +103,7 @@ class Savers:
         await conn.execute("PRAGMA synchronous = NORMAL")
         saver = AsyncSqliteSaver(conn)
         await saver.setup()
-        return _Opened(saver, stack, stop=conn.stop)
+        return _Opened(saver, stack, stop=lambda: _close_without_its_loop(conn))
 
     def _stop(self, loop: asyncio.AbstractEventLoop) -> None:
         task = self._opening.pop(loop)
@@ -113,3 +114,12 @@ class Savers:
             log.warning("a checkpointer of a closed event loop was dropped without closing")
             return
         opened.stop()
+
+
+def _close_without_its_loop(conn: aiosqlite.Connection) -> None:
+    """Close an aiosqlite connection from outside the loop that opened it, and wait: on a
+    loop of a thread of our own (the connection's worker reports each step to the loop
+    that asked, which must outlive it; this thread's may be closing or gone)."""
+    closer = threading.Thread(target=asyncio.run, args=(conn.close(),), name="saver-close")
+    closer.start()
+    closer.join()
