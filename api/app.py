@@ -38,6 +38,7 @@ from api.tasks.workers import ChangeFeed, WorkerPool
 from api.telemetry import TracedResearcher, configure_tracing, http_telemetry
 from retrieval.engines.base import is_engine_panic
 from retrieval.health import Finding
+from tools.telemetry import current_trace_id
 
 log = logging.getLogger("waypoint.api")
 
@@ -78,10 +79,14 @@ class RequestContextMiddleware:
                         return
                 receive = _replay(body, receive)
 
+            trace_id = current_trace_id()  # the request's trace, when tracing is on
+
             async def send_with_id(message: Message) -> None:
                 if message["type"] == "http.response.start":
                     message.setdefault("headers", [])
                     message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
+                    if trace_id is not None:
+                        message["headers"].append((b"x-trace-id", trace_id.encode()))
                 await send(message)
 
             await self.app(scope, receive, send_with_id)

@@ -170,6 +170,7 @@ async def test_one_answer_is_one_trace_request_agent_rounds_tools_and_chats(
     server = [s for s in finished if s.kind is SpanKind.SERVER]
     assert [s.name for s in server] == ["POST /v1/answers"]
     assert {_trace_id(s) for s in finished} == {_trace_id(server[0])}
+    assert r.headers["x-trace-id"] == trace.format_trace_id(_trace_id(server[0]))
 
     agent = next(s for s in finished if s.name == "invoke_agent waypoint")
     assert _ancestors(agent, index)[-1] == "POST /v1/answers"
