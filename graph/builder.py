@@ -2,7 +2,7 @@
 
     START -> round -> (round | synthesize) -> END
 
-    round:  START -> plan -> execute -> fuse -> rerank -> assess -> END
+    round:  START -> plan -> [review] -> execute -> fuse -> rerank -> assess -> END
                         \\-> END (nothing left to call)
 
 A round is a subgraph, so the parent stores one checkpoint per round (the subgraph's own
@@ -27,7 +27,8 @@ Graph = CompiledStateGraph[ResearchState, RunContext, ResearchState, Any]
 
 def build_round() -> Graph:
     g = StateGraph(ResearchState, context_schema=RunContext)
-    g.add_node("plan", nodes.plan)  # -> execute | END, from its Command's type
+    g.add_node("plan", nodes.plan)  # -> review | execute | END, from its Command's type
+    g.add_node("review", nodes.review)  # a person's decision on the first plan, if asked
     g.add_node("execute", nodes.execute)
     g.add_node("fuse", nodes.fuse)
     g.add_node("rerank", nodes.rerank)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.models import Caller, RunOptions
+from graph.review import ReviewPoint
 
 DEFAULT_SERVICES = "default"
 
@@ -22,6 +23,9 @@ class RunContext(BaseModel):
     caller: Caller = Field(default_factory=Caller)
     options: RunOptions = Field(default_factory=RunOptions)
     run_id: str = Field(default="", description="the run's id; empty: its thread's id")
+    review: list[ReviewPoint] = Field(
+        default_factory=list, description="where the run pauses for a person's decision"
+    )
     services: str = Field(
         default=DEFAULT_SERVICES,
         description="the registered services to run with (graph.resources); "

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
-from langgraph.types import Command, StreamWriter
+from langgraph.types import Command, StreamWriter, interrupt
 
 from graph.claims import check_answer
 from graph.context import RunContext
@@ -25,11 +25,13 @@ from graph.extractive import CANNOT_ANSWER, NO_SUPPORTED_CLAIM, extractive_answe
 from graph.models import BoundName, EventType, RunOptions
 from graph.policies.base import View
 from graph.resources import REGISTRY, RunScope, Services
+from graph.review import ReviewDecision, checked, excluded
 from graph.state import ResearchState
 from retrieval.fusion import rrf_fuse
 from retrieval.placement import engine_call
-from tools.evidence import Evidence
+from tools.evidence import Evidence, Provenance
 from tools.executor import ToolCall
+from tools.normalize import evidence_from_record
 
 _TOP_IN_TRACE = 10
 
@@ -138,9 +140,14 @@ def view_of(state: ResearchState, run: Run, new_ids: list[str] | None = None) ->
 # -- routers --
 
 
-def route_after_plan(update: dict[str, Any]) -> Literal["execute", "__end__"]:
-    """A round with calls to make runs them; one with none ends (synthesis follows)."""
-    return "execute" if update.get("plan") else "__end__"
+def route_after_plan(
+    update: dict[str, Any], review: bool = False
+) -> Literal["review", "execute", "__end__"]:
+    """A round with calls to make runs them (after a person's review, when the run asks
+    for one); one with none ends (synthesis follows)."""
+    if not update.get("plan"):
+        return "__end__"
+    return "review" if review else "execute"
 
 
 def route_after_round(state: ResearchState) -> Literal["round", "synthesize"]:
@@ -159,9 +166,70 @@ def route_after_round(state: ResearchState) -> Literal["round", "synthesize"]:
 
 async def plan(
     state: ResearchState, runtime: Runtime[RunContext]
-) -> Command[Literal["execute", "__end__"]]:
+) -> Command[Literal["review", "execute", "__end__"]]:
     update = await timed("plan", state, runtime, _plan)
-    return Command(update=update, goto=route_after_plan(update))
+    reviewed = "plan" in runtime.context.review and update.get("round") == 1
+    return Command(update=update, goto=route_after_plan(update, reviewed))
+
+
+async def review(
+    state: ResearchState, runtime: Runtime[RunContext]
+) -> Command[Literal["execute", "__end__"]]:
+    """The run pauses here (``interrupt``) until a person decides on the first plan; the
+    node runs again from its start when the decision comes (``Command(resume=...)``)."""
+    asked = {"point": "plan", "round": state.get("round", 0), "calls": state.get("plan") or []}
+    decision = checked(interrupt(asked), run_of(runtime).services.executor.catalog)
+
+    async def body(state: ResearchState, run: Run) -> Step:
+        return await _review(state, run, decision)
+
+    update = await timed("review", state, runtime, body)
+    return Command(update=update, goto="execute" if update.get("plan") else "__end__")
+
+
+async def _review(state: ResearchState, run: Run, decision: ReviewDecision) -> Step:
+    round_no = state["round"]
+    if decision.action == "edit":
+        calls, _ = _fresh_calls(state, run.ctx.options, decision.calls)
+    else:
+        calls = [ToolCall.model_validate(c) for c in state.get("plan") or []]
+    tools = run.scope.tools
+    pinned: dict[str, dict[str, Any]] = {}
+    for doc_id in dict.fromkeys(decision.pin):
+        records = await engine_call(
+            tools.store, "get_document", tools.store.get_document, doc_id, tools.flt
+        )
+        for rank, record in enumerate(records, 1):
+            evidence = evidence_from_record(record, score=1.0)
+            evidence.provenance = [
+                Provenance(
+                    round=round_no, tool="review", query=f"pinned by {decision.by}", rank=rank
+                )
+            ]
+            item = evidence.model_dump(mode="json")
+            if not excluded(item, decision.exclude):
+                pinned[evidence.id] = item
+    if decision.action == "edit":
+        run.services.executor.embed_ahead(calls, tools)
+    run.emit(
+        "plan",
+        node="review",
+        round=round_no,
+        calls=[{"tool": c.tool, "args": c.args, "reason": c.reason} for c in calls],
+        reviewed={
+            "by": decision.by,
+            "action": decision.action,
+            "pin": decision.pin,
+            "pinned": sorted(pinned),
+            "exclude": decision.exclude,
+        },
+    )
+    update: dict[str, Any] = {
+        "plan": [c.model_dump() for c in calls],
+        "excluded": decision.exclude,
+        "pool": pinned,
+    }
+    return Step(update, {"action": decision.action, "calls": len(calls), "pinned": len(pinned)})
 
 
 async def _plan(state: ResearchState, run: Run) -> Step:
@@ -286,7 +354,11 @@ async def fuse(state: ResearchState, runtime: Runtime[RunContext]) -> dict[str, 
 async def _fuse(state: ResearchState, run: Run) -> Step:
     # The outcomes are the JSON dumps execute wrote (CallOutcome, validated there): fused
     # as they are, not validated and dumped again.
-    outcomes = state.get("outcomes") or []
+    exclude = state.get("excluded") or []
+    outcomes = [
+        {**o, "evidence": [e for e in o["evidence"] if not excluded(e, exclude)]}
+        for o in state.get("outcomes") or []
+    ]
     rankings = {
         f"{i}:{o['call']['tool']}:{ToolCall.model_validate(o['call']).query}": [
             e["id"] for e in o["evidence"]

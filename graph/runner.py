@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
 
 from graph import nodes
 from graph.builder import build_graph
@@ -17,6 +18,7 @@ from graph.events import EventSink, OnEvent
 from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
 from graph.policies.base import Policy
 from graph.resources import REGISTRY, RunScope, Services, make_executor, make_policy
+from graph.review import ReviewDecision, ReviewPoint, checked
 from graph.savers import Savers
 from graph.settings import GraphSettings
 from graph.trace_store import TraceStore
@@ -67,6 +69,16 @@ class UnknownRun(KeyError):
     pass
 
 
+class ReviewRequired(Exception):  # noqa: N818 - a pause, not an error
+    """The run paused for a person's decision (``asked``: the point, round and proposed
+    calls); ``Researcher.resume(run_id, decision=...)`` continues it."""
+
+    def __init__(self, run_id: str, asked: dict[str, Any]) -> None:
+        super().__init__(f"run {run_id} waits for a review of its {asked.get('point')}")
+        self.run_id = run_id
+        self.asked = asked
+
+
 class Researcher:
     def __init__(
         self,
@@ -114,10 +126,12 @@ class Researcher:
         run_id: str | None = None,
         on_event: OnEvent | None = None,
         caller_source: CallerSource | None = None,
+        review: list[ReviewPoint] | None = None,
     ) -> ResearchResult:
         """Run the loop for ``caller``. With ``caller_source`` the run follows the caller as
         it changes (see :class:`_FollowedTools`): its groups are read again at every step,
-        and a revoked caller fails the run."""
+        and a revoked caller fails the run. With ``review=["plan"]`` the run pauses after
+        its first plan: :class:`ReviewRequired`, until ``resume`` with a decision."""
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
@@ -127,6 +141,7 @@ class Researcher:
             "question": question,
             "caller": caller.model_dump(),
             "options": options.model_dump(),
+            "review": list(review or []),
         }
         self.traces.create_run(run_id, caller.user, question, run_input)
         sink = EventSink(run_id, self.traces, on_event)
@@ -147,8 +162,10 @@ class Researcher:
         run_id: str,
         on_event: OnEvent | None = None,
         caller_source: CallerSource | None = None,
+        decision: ReviewDecision | dict[str, Any] | None = None,
     ) -> ResearchResult:
-        """Continue a run from its last checkpoint (pool intact, no finished step repeated).
+        """Continue a run from its last checkpoint (pool intact, no finished step repeated);
+        a run paused for review goes on with ``decision`` (without one it pauses again).
 
         The caller stored with the run is what it was when the run started. With
         ``caller_source`` the resumed run reads as the caller is now (a revocation applied
@@ -162,10 +179,19 @@ class Researcher:
             if caller_source is not None:  # finished before the stop: is it still theirs?
                 await self._still_readable(done, caller_source())
             return done
+        resume_with = self.check_review(decision) if decision is not None else None
         sink = EventSink(run_id, self.traces, on_event)
-        await sink.emit("metadata", resumed=True, question=run_input["question"])
+        extra: dict[str, Any] = {}
+        if resume_with is not None:  # who decided what: in the trace
+            extra["review"] = resume_with.model_dump(mode="json")
+        await sink.emit("metadata", resumed=True, question=run_input["question"], **extra)
         sink.flush()
-        return await self._drive(False, run_input, sink, caller_source)
+        return await self._drive(False, run_input, sink, caller_source, resume_with)
+
+    def check_review(self, decision: ReviewDecision | dict[str, Any]) -> ReviewDecision:
+        """A review decision as the run would take it, or InvalidReview (the run stays
+        paused: check before resuming)."""
+        return checked(decision, self.executor.catalog)
 
     async def _drive(
         self,
@@ -173,6 +199,7 @@ class Researcher:
         run_input: dict[str, Any],
         sink: EventSink,
         caller_source: CallerSource | None = None,
+        decision: ReviewDecision | None = None,
     ) -> ResearchResult:
         run_id = run_input["run_id"]
         context = RunContext(
@@ -181,6 +208,7 @@ class Researcher:
             options=RunOptions.model_validate(run_input["options"]),
             run_id=run_id,
             services=self.services_key,
+            review=run_input.get("review") or [],
         )
         config: RunnableConfig = {
             "configurable": {"thread_id": run_id},
@@ -190,6 +218,7 @@ class Researcher:
         REGISTRY.register(self.services_key, services)
         failed_in: dict[str, Any] = {}  # where an error is reported in the trace
         result: dict[str, Any] | None = None
+        asked: list[Any] = []  # what the run pauses for (interrupts)
         try:
             scope = self._scope(context, caller_source)
             REGISTRY.open_run(run_id, scope)
@@ -199,9 +228,11 @@ class Researcher:
                 await nodes.plan_ahead(run)
                 failed_in = {}
             graph = await self._graph()
-            graph_input: dict[str, Any] | None = None
+            graph_input: dict[str, Any] | Command[Any] | None = None
             if new or not (await graph.aget_state(config)).values:
                 graph_input = {}  # new, or killed before its first checkpoint
+            elif decision is not None:
+                graph_input = Command(resume=decision.model_dump(mode="json"))
             async for namespace, mode, chunk in graph.astream(
                 graph_input,
                 config=config,
@@ -217,9 +248,16 @@ class Researcher:
                 sink.flush()  # a node's update: its events are stored in one transaction
                 if not namespace and "synthesize" in chunk:
                     result = chunk["synthesize"]["result"]
+                if not namespace and "__interrupt__" in chunk:
+                    asked += [i.value for i in chunk["__interrupt__"]]
+            if asked:
+                self.traces.set_status(run_id, "input_required")
+                raise ReviewRequired(run_id, asked[0])
             if result is None:
                 raise RuntimeError("the research graph ended without a result")
             answer = ResearchResult.model_validate(result)
+        except ReviewRequired:
+            raise
         except Exception as exc:
             await sink.emit("error", **failed_in, error=f"{type(exc).__name__}: {exc}")
             sink.flush()

@@ -66,6 +66,7 @@ class ResearchState(TypedDict, total=False):
     tokens: int
     elapsed_s: float  # wall time spent in nodes so far (resume-safe)
     warnings: Annotated[list[str], add_unique]
+    excluded: Annotated[list[str], add_unique]  # sources and documents a reviewer excluded
     bound_hit: str | None
     result: dict[str, Any]  # graph.models.ResearchResult, dumped
 

@@ -27,6 +27,7 @@ def test_config_validates_with_langgraph_cli() -> None:
 
 def test_graph_spec_resolves_to_the_research_graph() -> None:
     spec = validate_config_file(CONFIG)["graphs"]["research"]
+    assert isinstance(spec, str)
     file_part, attr = spec.rsplit(":", 1)
     module_spec = importlib.util.spec_from_file_location("lg_research", ROOT / file_part)
     assert module_spec is not None and module_spec.loader is not None
@@ -40,6 +41,13 @@ def test_graph_spec_resolves_to_the_research_graph() -> None:
     # what /assistants/{id}/schemas serves: the run's context is plain data
     context = graph.get_context_jsonschema()
     assert context is not None and context["required"] == ["question"]
-    assert set(context["properties"]) == {"question", "caller", "options", "run_id", "services"}
+    assert set(context["properties"]) == {
+        "question",
+        "caller",
+        "options",
+        "run_id",
+        "services",
+        "review",
+    }
     assert "result" in graph.get_output_jsonschema()["properties"]
     assert graph.get_input_jsonschema()["type"] == "object"
