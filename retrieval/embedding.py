@@ -85,10 +85,37 @@ def _drop_trace(path: str, exc: Exception) -> None:
             _TRACED[path] = None
 
 
+_ONNX: dict[tuple[Any, ...], Any] = {}  # (model path, settings) -> OnnxEncoder, or None
+_ONNX_LOCK = threading.Lock()
+
+
+def _onnx_for(path: str, version: str, model: Any, settings: Any) -> Any:
+    """The checked ONNX encoder of the model at ``path`` (built once per process), or
+    None: the torch model embeds documents (the reason logged once)."""
+    key = (
+        path,
+        settings.embedding_backend,
+        str(settings.embedding_onnx_dir),
+        settings.embedding_onnx_min_cosine,
+    )
+    with _ONNX_LOCK:
+        if key not in _ONNX:
+            from retrieval.onnx_encoder import OnnxEncoder, OnnxUnavailable
+
+            try:
+                _ONNX[key] = OnnxEncoder.build(model, version, settings.embedding_backend, settings)
+            except OnnxUnavailable as exc:
+                log.warning("documents are embedded by the torch model (%s): %s", path, exc)
+                _ONNX[key] = None
+        return _ONNX[key]
+
+
 class Embedder:
     """Lazily loaded SentenceTransformer; thread-safe encode of normalised vectors.
 
-    ``encode`` embeds documents (and anything else) with the eager model; ``encode_queries``
+    ``encode`` embeds documents (and anything else) with the eager model, or with its
+    ONNX export when ``WAYPOINT_EMBEDDING_BACKEND`` says so and the export's vectors agree
+    with the model's (:mod:`retrieval.onnx_encoder`); ``encode_queries``
     embeds a search's few queries through its TorchScript trace (``query_backend``
     "torchscript", the default: the same vectors, without holding the GIL through the
     forward pass - see :mod:`retrieval.traced`), or eagerly ("eager").
@@ -106,6 +133,9 @@ class Embedder:
         self.batch_size = batch_size
         self._model: Any = None
         self._dim: int | None = None
+        from retrieval.onnx_encoder import EmbeddingSettings
+
+        self.settings = EmbeddingSettings()
 
     def _load(self) -> Any:
         if self._model is None:
@@ -118,7 +148,24 @@ class Embedder:
             self._dim = int(self._load().get_embedding_dimension())
         return self._dim
 
+    @property
+    def backend(self) -> str:
+        """What embeds documents: ``torch``, or the ONNX backend once it passed its check."""
+        if self.settings.embedding_backend == "torch":
+            return "torch"
+        onnx = _onnx_for(self.model_path, self.version, self._load(), self.settings)
+        return self.settings.embedding_backend if onnx is not None else "torch"
+
     def encode(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        if self.settings.embedding_backend != "torch":
+            onnx = _onnx_for(self.model_path, self.version, self._load(), self.settings)
+            if onnx is not None:
+                return [v.tolist() for v in onnx.encode_array(texts, self.batch_size)]
+        return self._encode_torch(texts)
+
+    def _encode_torch(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         model = self._load()
@@ -133,17 +180,18 @@ class Embedder:
 
     def encode_queries(self, texts: list[str]) -> list[list[float]]:
         """Embed search queries: one batch, through the traced model when it is in use
-        (bitwise the vectors ``encode`` gives for the same batch)."""
+        (bitwise the vectors the torch model gives for the same batch); always the torch
+        model's, whatever embeds documents."""
         if not texts:
             return []
         if self.query_backend == "torchscript" and len(texts) <= self.batch_size:
-            traced = _traced_for(self.model_path, self._load(), self.encode)
+            traced = _traced_for(self.model_path, self._load(), self._encode_torch)
             if traced is not None:
                 try:
                     return list(traced.encode(texts))
                 except Exception as exc:  # noqa: BLE001 - the eager model answers instead
                     _drop_trace(self.model_path, exc)
-        return self.encode(texts)
+        return self._encode_torch(texts)
 
 
 def moved_toward(
