@@ -23,7 +23,13 @@ MIN_LEG_TIMEOUT_S = 0.1
 # A request body means what its JSON types say, as the schema states them: no "10" for a
 # number, no 0 or "true" for a boolean, no number for a date-time (pydantic's lax mode
 # reads all of those). Floats must be finite: NaN or Infinity is refused, not computed with.
-_REQUEST_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+# Patterns are Python regular expressions, as the blank checks and most schema tools read
+# them (the default engine's \s misses the separators U+001C-U+001F that str.isspace has).
+_REQUEST_CONFIG = ConfigDict(
+    extra="forbid", allow_inf_nan=False, strict=True, regex_engine="python-re"
+)
+# A question or query with a character that is not white space.
+NOT_BLANK = r"\S"
 
 
 @cache
@@ -94,7 +100,11 @@ class AnswerRequest(_Strict):
         }
     )
 
-    question: str = Field(min_length=1, description="The question (length capped by the server)")
+    question: str = Field(
+        min_length=1,
+        pattern=NOT_BLANK,
+        description="The question, not blank (length capped by the server)",
+    )
     project: str | None = Field(
         default=None, max_length=MAX_NAME_CHARS, description=PROJECT_DESCRIPTION
     )
@@ -239,7 +249,9 @@ class RunTrace(BaseModel):
 
 
 class SearchRequest(_JsonTyped, SearchOptions):
-    query: str = Field(min_length=1, description="The query (length capped by the server)")
+    query: str = Field(
+        min_length=1, pattern=NOT_BLANK, description="The query, not blank (length capped)"
+    )
     project: str | None = Field(
         default=None, max_length=MAX_NAME_CHARS, description=PROJECT_DESCRIPTION
     )

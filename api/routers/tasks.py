@@ -51,15 +51,17 @@ async def create_task(
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> Response:
     """Queue a research task (202). With an ``Idempotency-Key`` the same key and body
-    replay the first response, another body gets 422, and 409 while the first request
-    is still being processed."""
+    replay the first response; another body gets 409, as does a retry while the first
+    request is still being processed."""
     if idempotency_key is not None:
         claim = await run_in_threadpool(
             services.tasks.idem_begin, principal.user, idempotency_key, _request_hash(body)
         )
         if claim.outcome == "mismatch":
+            # 409, as for a key still in flight: the key is bound to another request (the
+            # request itself is well formed; a fresh key resolves the conflict).
             raise ApiError(
-                422,
+                409,
                 "idempotency_key_reused",
                 "this Idempotency-Key was used with a different request body",
                 field="Idempotency-Key",

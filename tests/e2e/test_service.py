@@ -152,7 +152,7 @@ def test_idempotency_replay_mismatch_and_concurrent(http: httpx.Client, server: 
     replay = http.post("/v1/tasks", json={"question": "Who owns Fraud Gate?"}, headers=hdr)
     assert replay.status_code == 202 and replay.json() == first.json()
     other = http.post("/v1/tasks", json={"question": "Who owns Payments?"}, headers=hdr)
-    assert other.status_code == 422 and other.json()["error"]["code"] == "idempotency_key_reused"
+    assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_key_reused"
     # same key from several clients at once: one task; the rest replay it or get 409
     body = {"question": "Who leads the Risk team?"}
 

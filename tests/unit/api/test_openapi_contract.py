@@ -148,6 +148,8 @@ def test_request_examples_are_valid_requests(
         ("/v1/search", {"query": "q", "time_from": "2026-01-01"}, "time_from"),  # no time
         ("/v1/search", {"query": "q", "time_from": "2026-01-01T09:00:00"}, "time_from"),
         ("/v1/search", {"query": "q", "leg_timeout_s": 0.01}, "leg_timeout_s"),
+        ("/v1/search", {"query": "\u00a0"}, "query"),  # blank, as the pattern says
+        ("/v1/answers", {"question": "\x1c"}, "question"),  # str.isspace: blank
         ("/v1/search", {"query": "q", "rewrite": 0}, "rewrite"),  # 0 is no boolean
         ("/v1/search", {"query": "q", "rerank": "true"}, "rerank"),
         ("/v1/search", {"query": "q", "k": "10"}, "k"),  # a string is no number

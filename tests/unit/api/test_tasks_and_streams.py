@@ -129,7 +129,7 @@ async def test_idempotency_replay_mismatch_in_flight(client, harness) -> None:
     assert again.status_code == 202 and again.json() == first.json()
     assert again.headers["idempotent-replayed"] == "true"
     other = await client.post("/v1/tasks", json={"question": "other"}, headers=hdr)
-    assert other.status_code == 422 and other.json()["error"]["field"] == "Idempotency-Key"
+    assert other.status_code == 409 and other.json()["error"]["field"] == "Idempotency-Key"
     # in flight: hold the first request inside the webhook destination check
     gate = asyncio.Event()
     real_check = webhooks.check_destination
