@@ -105,8 +105,13 @@ _SEARCH_RETRY_AFTER_S = 5
 
 
 def _field_of(loc: Sequence[Any]) -> str | None:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # The first element names where the value was (body, query, path, header); the rest is
+    # the field, which may itself be called "query" (the search body's).
+    parts = [str(p) for p in loc[1:]] if loc and loc[0] in _LOCATIONS else [str(p) for p in loc]
     return ".".join(parts) or None
+
+
+_LOCATIONS = ("body", "query", "path", "header", "cookie")
 
 
 def _allowed_methods(request: Request) -> str:
