@@ -283,7 +283,7 @@ def create_app(
         telemetry=http_telemetry(),
     )
     install_error_handlers(app)
-    install_openapi(app)
+    install_openapi(app, settings)
     from api.routers import answers, health, runs, search, sources, tasks, ui
 
     for module in (health, answers, tasks, runs, search, sources, ui):

@@ -17,6 +17,7 @@ from pydantic.json_schema import models_json_schema
 
 from api.event_models import STREAM_MODELS
 from api.schemas import WebhookEvent
+from api.settings import ApiSettings
 
 _WEBHOOK_HEADERS = {
     "webhook_id": "the message id: the same on every retry of one result (deduplicate on it)",
@@ -79,7 +80,15 @@ def _keyed_errors(document: dict[str, Any]) -> None:
             operation["responses"] = dict(sorted(responses.items()))
 
 
-def install_openapi(app: FastAPI) -> None:
+def _text_limits(schemas: dict[str, Any], max_chars: int) -> None:
+    """The question and query length limit is a setting: the document states this
+    server's (a longer one is refused, 422)."""
+    for model, field in (("AnswerRequest", "question"), ("TaskRequest", "question")):
+        schemas[model]["properties"][field]["maxLength"] = max_chars
+    schemas["SearchRequest"]["properties"]["query"]["maxLength"] = max_chars
+
+
+def install_openapi(app: FastAPI, settings: ApiSettings) -> None:
     """Document the webhooks and list the stream event models in ``components``."""
     app.webhooks.add_api_route(
         "task.finished",
@@ -102,6 +111,7 @@ def install_openapi(app: FastAPI) -> None:
         for name, schema in defs.get("$defs", {}).items():
             schemas.setdefault(name, schema)
         _keyed_errors(document)
+        _text_limits(schemas, settings.max_question_chars)
         for path_item in document.get("webhooks", {}).values():
             for operation in path_item.values():
                 operation["responses"] = dict(_RECEIVER_RESPONSES)

@@ -232,3 +232,12 @@ async def test_the_task_stream_sends_what_its_models_say(client: httpx.AsyncClie
     assert events[0]["event"] == "metadata" and events[-1]["event"] == "done"
     for event in events:
         _check_documented(TASK_STREAM[event["event"]], event["data"])
+
+
+def test_the_length_limit_in_the_document_is_the_servers() -> None:
+    schemas = create_app(ApiSettings(max_question_chars=50), start_up_findings=[]).openapi()[
+        "components"
+    ]["schemas"]
+    assert schemas["AnswerRequest"]["properties"]["question"]["maxLength"] == 50
+    assert schemas["TaskRequest"]["properties"]["question"]["maxLength"] == 50
+    assert schemas["SearchRequest"]["properties"]["query"]["maxLength"] == 50
