@@ -134,6 +134,20 @@ _DIGIT_WORDS = re.compile(
 )
 
 
+def _best_supports(supports: list[Support]) -> list[tuple[int, str]]:
+    """The most direct supporting sentences, one per passage: what states the answer, not
+    every passage that touches it."""
+    picked: list[tuple[int, str]] = []
+    ranked = sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index))
+    top = ranked[0].direct + ranked[0].coverage
+    for sup in ranked:
+        if sup.direct + sup.coverage < _NEAR_BEST * top or len(picked) >= _MAX_SENTENCES:
+            break
+        if all(sup.index != n for n, _ in picked):
+            picked.append((sup.index, sup.sentence))
+    return picked
+
+
 def salient_terms(question: str) -> list[str]:
     return [t for t in terms(question) if t not in QUESTION_WORDS]
 
@@ -190,14 +204,7 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
     else:
         # No value can be read off: say what was found, the most direct supporting
         # sentences (one per passage).
-        picked = []
-        ranked = sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index))
-        top = ranked[0].direct + ranked[0].coverage
-        for sup in ranked:
-            if sup.direct + sup.coverage < _NEAR_BEST * top or len(picked) >= _MAX_SENTENCES:
-                break  # cite what states the answer, not every passage that touches it
-            if all(sup.index != n for n, _ in picked):
-                picked.append((sup.index, sup.sentence))
+        picked = _best_supports(supports)
         picked = _with_chain(picked, evidence, supports, question)
         picked.sort()
     q_terms = set(terms(question))

@@ -25,6 +25,7 @@ from graph.statements import (
     assigned_value,
     statements,
     superseded,
+    table_value,
     value_kind,
 )
 from graph.support import Support, chain_context
@@ -836,6 +837,15 @@ def find_short_answer(
         return choose(shape, question, evidence)
     if shape.answer_type == "yesno":
         return yes_no(shape, question, evidence)
+    tabled = _from_table(question, evidence)
     if not supports:
-        return None  # a wh-value is read only off sentences that support the answer
-    return wh_answer(shape, question, evidence, supports)
+        return tabled  # a wh-value is read only off what supports the answer
+    return wh_answer(shape, question, evidence, supports) or tabled
+
+
+def _from_table(question: str, evidence: list[Evidence]) -> Found | None:
+    found = table_value(question, evidence)
+    if found is None:
+        return None
+    n, row, value = found
+    return Found(value, [(n, row)])

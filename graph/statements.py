@@ -307,3 +307,53 @@ def assigned_value(question: str, evidence: list[Evidence]) -> tuple[int, str, s
         return None
     value, (n, line) = next(iter(seen.items()))
     return n, line, value
+
+
+_ROW = re.compile(r"^\s*\|?(.+?)\|?\s*$")
+_RULE = re.compile(r"^[\s|:-]+$")
+
+
+def _cells(line: str) -> list[str]:
+    m = _ROW.match(line)
+    return [c.strip() for c in m.group(1).split("|")] if m else []
+
+
+def table_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str] | None:
+    """(evidence n, the row, the cell) where a table answers: the row a name of the question picks
+    out ("L4") and the column its header names ("Midpoint"). When several headers are
+    named ("salary band midpoint"), the compound's head - its last noun - is the column."""
+    parts = question_parts(question)
+    if not parts.keys:
+        return None
+    order = {t: i for i, t in enumerate(terms(question))}
+    found: dict[str, tuple[int, str]] = {}
+    for n, e in enumerate(evidence, start=1):
+        for block in _blocks(e.text):
+            lines = [ln for ln in block.splitlines() if ln.strip()]
+            if len(lines) < 2 or not all("|" in ln for ln in lines):
+                continue
+            header = _cells(lines[0])
+            rows = [_cells(ln) for ln in lines[1:] if not _RULE.match(ln)]
+            # a column is named by a question word in its header (not the row's name)
+            named = {
+                c: max(order[t] for t in terms(h) if t in order)
+                for c, h in enumerate(header)
+                if any(t in order and t not in parts.keys for t in terms(h))
+            }
+            for row in rows:
+                if len(row) != len(header):
+                    continue
+                picked = [c for c, cell in enumerate(row) if set(terms(cell)) & set(parts.keys)]
+                cols = [c for c in named if c not in picked]
+                if not picked or not cols:
+                    continue
+                last = max(named[c] for c in cols)
+                heads = [c for c in cols if named[c] == last]
+                if len(heads) == 1 and row[heads[0]]:
+                    # the row as the table says it: "Level: L4; ...; Midpoint: €77,000"
+                    said = "; ".join(f"{h}: {c}" for h, c in zip(header, row, strict=True) if c)
+                    found.setdefault(row[heads[0]], (n, said))
+    if len(found) != 1:
+        return None
+    value, (n, line) = next(iter(found.items()))
+    return n, line, value

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from graph.claims import check_answer
 from graph.extractive import extractive_answer
-from graph.statements import assigned_value, scoped, statements, value_kind, values_in
+from graph.statements import (
+    assigned_value,
+    scoped,
+    statements,
+    table_value,
+    value_kind,
+    values_in,
+)
 from tools.evidence import Evidence
 from tools.testing import evidence
 
@@ -135,3 +143,38 @@ def test_a_number_that_counts_something_else_is_not_the_count() -> None:
     page = ev("bank", "Bank", "The bank bought its rival for $47 billion in cash and stock.")
     answer = extractive_answer("How many ATMs does the bank that bought its rival have?", [page])
     assert answer.short_answer is None
+
+
+BANDS = ev(
+    "bands",
+    "Compensation bands",
+    "Annual base salary bands.\n\n"
+    "| Level | Title | Band | Midpoint |\n|---|---|---|---|\n"
+    "| L3 | Software Engineer | €52,000 to €66,000 | €59,000 |\n"
+    "| L4 | Software Engineer II | €68,000 to €86,000 | €77,000 |",
+)
+
+
+def test_a_table_answers_by_the_named_row_and_the_compounds_head_column() -> None:
+    found = table_value("What is the salary band midpoint for an L4 engineer?", [BANDS])
+    assert found is not None
+    n, said, value = found
+    assert (n, value) == (1, "€77,000")
+    assert "Level: L4" in said
+    # "band" alone names the band column
+    found = table_value("What is the salary band for L3?", [BANDS])
+    assert found is not None and found[2] == "€52,000 to €66,000"
+
+
+QUESTION_L4 = "What is the salary band midpoint for an L4 engineer?"
+
+
+def test_a_table_answer_is_cited_and_passes_the_claim_check() -> None:
+    answer = extractive_answer(QUESTION_L4, [BANDS])
+    assert answer.short_answer == "€77,000"
+    checked = check_answer(answer.text, [BANDS], {BANDS.id}, QUESTION_L4)
+    assert checked.claims and all(c.supported for c in checked.claims)
+
+
+def test_a_table_without_the_named_row_decides_nothing() -> None:
+    assert table_value("What is the salary band midpoint for an L9 engineer?", [BANDS]) is None
