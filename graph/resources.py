@@ -101,7 +101,8 @@ class Registry:
     def __init__(self) -> None:
         self._services: dict[str, Services] = {}
         self._opened: dict[str, RunScope] = {}  # by the runner, until it closes them
-        self._made: OrderedDict[str, RunScope] = OrderedDict()  # by nodes, bounded
+        # by nodes, bounded; each with the context it was made for
+        self._made: OrderedDict[str, tuple[RunContext, RunScope]] = OrderedDict()
         self._lock = threading.Lock()  # the default services are built once
 
     def register(self, key: str, services: Services) -> None:
@@ -129,12 +130,20 @@ class Registry:
         self._made.pop(run_key, None)
 
     def run_scope(self, run_key: str, ctx: RunContext) -> RunScope:
-        scope = self._opened.get(run_key) or self._made.get(run_key)
-        if scope is None:
-            tools = tools_for(self.services(ctx), ctx)
-            scope = self._made[run_key] = RunScope(tools_of=lambda: tools)
-            while len(self._made) > _MADE_BY_NODES:
-                self._made.popitem(last=False)  # the oldest
+        """The runner's scope for this run, else one made for this very context: a thread
+        run again for another caller (or with other options) never reads with the last
+        one's tool context."""
+        opened = self._opened.get(run_key)
+        if opened is not None:
+            return opened
+        made = self._made.get(run_key)
+        if made is not None and made[0] == ctx:
+            return made[1]
+        tools = tools_for(self.services(ctx), ctx)
+        scope = RunScope(tools_of=lambda: tools)
+        self._made[run_key] = (ctx, scope)
+        while len(self._made) > _MADE_BY_NODES:
+            self._made.popitem(last=False)  # the oldest
         return scope
 
 

@@ -55,3 +55,45 @@ async def test_history_has_a_checkpoint_per_round_and_a_past_round_forks(tmp_pat
         forked.config["configurable"]["checkpoint_id"]
         != history[0].config["configurable"]["checkpoint_id"]
     )
+
+
+async def test_a_run_id_used_again_by_another_caller_reads_with_that_callers_groups() -> None:
+    """Runs LangGraph tooling starts (no runner) get their tool context from their own
+    context: a second caller under the same run id never reads with the first one's."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from graph.builder import build_graph
+    from graph.resources import REGISTRY, Services, make_executor, make_policy
+    from graph.settings import GraphSettings
+
+    store = ledger_corpus()
+    store.records["wiki:dana#0"].metadata["acl"] = ["eng"]
+    settings = GraphSettings()
+    REGISTRY.register(
+        "two-callers",
+        Services(store, make_executor(settings), make_policy(settings), memory_search),
+    )
+    graph = build_graph(InMemorySaver())
+
+    async def read_by(groups: list[str]) -> set[str]:
+        # the same run id (what a run's scope is found by), each on a fresh thread
+        config: Any = {"configurable": {"thread_id": f"thread-{len(groups)}"}}
+        context = RunContext(
+            question=LEDGER_QUESTION,
+            caller=Caller(groups=groups),
+            run_id="shared",
+            services="two-callers",
+        )
+        found: set[str] = set()
+        async for _, mode, chunk in graph.astream(
+            {}, config, context=context, stream_mode=["custom", "updates"], subgraphs=True
+        ):
+            if mode == "custom" and chunk["type"] == "tool_result":
+                found |= {r["id"] for r in chunk["data"]["results"]}
+        return found
+
+    try:
+        assert "wiki:dana#0" in await read_by(["eng"])
+        assert "wiki:dana#0" not in await read_by([])
+    finally:
+        REGISTRY.unregister("two-callers")
