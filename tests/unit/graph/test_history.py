@@ -88,8 +88,9 @@ async def test_a_run_id_used_again_by_another_caller_reads_with_that_callers_gro
         async for _, mode, chunk in graph.astream(
             {}, config, context=context, stream_mode=["custom", "updates"], subgraphs=True
         ):
-            if mode == "custom" and chunk["type"] == "tool_result":
-                found |= {r["id"] for r in chunk["data"]["results"]}
+            event: Any = chunk
+            if mode == "custom" and event["type"] == "tool_result":
+                found |= {r["id"] for r in event["data"]["results"]}
         return found
 
     try:
