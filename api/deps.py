@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.auth import KeyRing, Principal, RateLimiter, retry_after_header
 from api.errors import ApiError
+from api.schemas import is_blank
 from api.settings import ApiSettings
 from api.sources import SourceSync
 from api.tasks.store import TaskStore
@@ -115,7 +116,7 @@ def resolve_caller(
             f"question is {len(question)} characters; the limit is {limit}",
             field="question",
         )
-    if not question.strip():
+    if is_blank(question):
         raise ApiError(422, "invalid_request", "question is empty", field="question")
     caller = principal.caller(project)
     check_scope(services, caller.groups, caller.project, field="project")

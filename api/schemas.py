@@ -23,13 +23,17 @@ MIN_LEG_TIMEOUT_S = 0.1
 # A request body means what its JSON types say, as the schema states them: no "10" for a
 # number, no 0 or "true" for a boolean, no number for a date-time (pydantic's lax mode
 # reads all of those). Floats must be finite: NaN or Infinity is refused, not computed with.
-# Patterns are Python regular expressions, as the blank checks and most schema tools read
-# them (the default engine's \s misses the separators U+001C-U+001F that str.isspace has).
-_REQUEST_CONFIG = ConfigDict(
-    extra="forbid", allow_inf_nan=False, strict=True, regex_engine="python-re"
-)
-# A question or query with a character that is not white space.
-NOT_BLANK = r"\S"
+_REQUEST_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+# A question or query with a character that is not white space, white space as JSON
+# Schema patterns (ECMA-262 \s) define it: written out, so every regex engine, Python's
+# str.isspace and the blank checks (is_blank) agree with what the schema promises.
+NOT_BLANK = r"[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+_NOT_BLANK = re.compile(NOT_BLANK)
+
+
+def is_blank(text: str) -> bool:
+    """No character but white space (the schema's NOT_BLANK pattern fails)."""
+    return _NOT_BLANK.search(text) is None
 
 
 @cache
@@ -63,7 +67,7 @@ class _Strict(_JsonTyped):
 _PORT = "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
 WEBHOOK_URL_PATTERN = (
     r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9._~%!$&'()*+,;=:-]+@)?[A-Za-z0-9._~-]+"
-    rf"(:{_PORT})?([/?#]\S*)?$"
+    rf"(:{_PORT})?([/?#][!-~]*)?$"
 )
 
 # RFC 3339, what the schema's date-time format means: a date, a time and an offset.

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import PrincipalDep, ServicesDep, check_scope
 from api.errors import ApiError, error_responses
-from api.schemas import SearchRequest
+from api.schemas import SearchRequest, is_blank
 from retrieval.search_models import SearchOptions, SearchResult
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -31,7 +31,7 @@ async def search(body: SearchRequest, principal: PrincipalDep, services: Service
             f"query is {len(body.query)} characters; the limit is {limit}",
             field="query",
         )
-    if not body.query.strip():
+    if is_blank(body.query):
         raise ApiError(422, "invalid_request", "query is blank", field="query")
     project = body.project or principal.project
     flt = await run_in_threadpool(
