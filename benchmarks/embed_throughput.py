@@ -75,8 +75,10 @@ def main() -> None:
     for backend in args.backends.split(","):
         os.environ["WAYPOINT_EMBEDDING_BACKEND"] = backend
         embedder = Embedder(model)
-        used = embedder.backend  # warm-up: load, export, session, agreement check
+        # Warm-up as an ingest's first batch: load, export, session, the agreement check
+        # (on a fixed sample and these first texts).
         embedder.encode(texts[:64])
+        used = embedder.backend
         started = time.perf_counter()
         vectors = np.array(embedder.encode(texts))
         seconds = time.perf_counter() - started

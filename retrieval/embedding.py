@@ -89,7 +89,9 @@ _ONNX: dict[tuple[Any, ...], Any] = {}  # (model path, settings) -> OnnxEncoder,
 _ONNX_LOCK = threading.Lock()
 
 
-def _onnx_for(path: str, version: str, model: Any, settings: Any) -> Any:
+def _onnx_for(
+    path: str, version: str, model: Any, settings: Any, probe: list[str] | None = None
+) -> Any:
     """The checked ONNX encoder of the model at ``path`` (built once per process), or
     None: the torch model embeds documents (the reason logged once)."""
     key = (
@@ -103,7 +105,9 @@ def _onnx_for(path: str, version: str, model: Any, settings: Any) -> Any:
             from retrieval.onnx_encoder import OnnxEncoder, OnnxUnavailable
 
             try:
-                _ONNX[key] = OnnxEncoder.build(model, version, settings.embedding_backend, settings)
+                _ONNX[key] = OnnxEncoder.build(
+                    model, version, settings.embedding_backend, settings, probe
+                )
             except OnnxUnavailable as exc:
                 log.warning("documents are embedded by the torch model (%s): %s", path, exc)
                 _ONNX[key] = None
@@ -160,7 +164,7 @@ class Embedder:
         if not texts:
             return []
         if self.settings.embedding_backend != "torch":
-            onnx = _onnx_for(self.model_path, self.version, self._load(), self.settings)
+            onnx = _onnx_for(self.model_path, self.version, self._load(), self.settings, texts)
             if onnx is not None:
                 return [v.tolist() for v in onnx.encode_array(texts, self.batch_size)]
         return self._encode_torch(texts)

@@ -4,10 +4,11 @@ The installed sentence-transformers model is exported locally (``torch.onnx``, o
 model version, into ``WAYPOINT_EMBEDDING_ONNX_DIR``; ``onnx-int8`` also quantizes its
 weights to int8), then run by onnxruntime with the model's own tokenizer, mean pooling and
 normalisation. Nothing is downloaded. At first use in a process its vectors are compared
-with the torch model's on a fixed sample: below ``embedding_onnx_min_cosine`` (0.99) the
-backend is refused and the torch model embeds instead (logged with the figure), so an
-index never mixes vectors that disagree. Search queries are always embedded by the torch
-model (:mod:`retrieval.traced`): one query is too small for the export to pay off.
+with the torch model's on a fixed sample and the first texts it is given: below
+``embedding_onnx_min_cosine`` (0.99) the backend is refused and the torch model embeds
+instead (logged with the figure), so an index never mixes vectors that disagree. Search
+queries are always embedded by the torch model (:mod:`retrieval.traced`): one query is too
+small for the export to pay off.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 log = logging.getLogger(__name__)
 
 Backend = Literal["torch", "onnx", "onnx-int8"]
+# Part of an export's folder name: a change in how models are exported or quantized
+# exports again instead of reusing an older file.
+EXPORT_FORMAT = "e2"
 
 # The agreement check's sample: short and long, plain and code-like, as documents are.
 SAMPLE = [
@@ -36,6 +40,9 @@ SAMPLE = [
     "Wer ist für die Rückerstattungen zuständig? Das Zahlungsteam.",
     "OPS-142: spike of timeouts in eu-west after the Kafka config change",
 ]
+
+
+_PROBE = 64  # texts of the first call checked besides the fixed sample
 
 
 class EmbeddingSettings(BaseSettings):
@@ -64,15 +71,22 @@ class OnnxEncoder:
 
     @classmethod
     def build(
-        cls, model: Any, version: str, backend: Backend, settings: EmbeddingSettings
+        cls,
+        model: Any,
+        version: str,
+        backend: Backend,
+        settings: EmbeddingSettings,
+        probe: list[str] | None = None,
     ) -> OnnxEncoder:
         """Export (or reuse) ``model`` (a SentenceTransformer) and check it against the
-        torch model on :data:`SAMPLE`; raises :class:`OnnxUnavailable`."""
+        torch model on :data:`SAMPLE` and ``probe`` (the first texts it is asked to embed:
+        the check sees the corpus, not only fixed sentences); raises
+        :class:`OnnxUnavailable`."""
         try:
             import onnxruntime as ort
         except ImportError as exc:
             raise OnnxUnavailable(f"onnxruntime is not installed: {exc}") from exc
-        folder = settings.embedding_onnx_dir / f"{version}-{backend}"
+        folder = settings.embedding_onnx_dir / f"{version}-{backend}-{EXPORT_FORMAT}"
         path = folder / "model.onnx"
         if not path.exists():
             _export(model, folder, quantize=backend == "onnx-int8")
@@ -81,8 +95,9 @@ class OnnxEncoder:
             options.intra_op_num_threads = settings.embedding_onnx_threads
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         encoder = cls(session, model.tokenizer, int(model.max_seq_length))
-        reference = model.encode(SAMPLE, normalize_embeddings=True, convert_to_numpy=True)
-        cosine = float((encoder.encode_array(SAMPLE) * reference).sum(axis=1).min())
+        sample = SAMPLE + list(probe or [])[:_PROBE]
+        reference = model.encode(sample, normalize_embeddings=True, convert_to_numpy=True)
+        cosine = float((encoder.encode_array(sample) * reference).sum(axis=1).min())
         if cosine < settings.embedding_onnx_min_cosine:
             raise OnnxUnavailable(
                 f"{backend} vectors disagree with the torch model's: min cosine {cosine:.4f} "
