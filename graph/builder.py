@@ -18,7 +18,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from graph import nodes
+from graph import nodes, review
 from graph.context import RunContext
 from graph.state import OutputState, ResearchState
 
@@ -28,7 +28,7 @@ Graph = CompiledStateGraph[ResearchState, RunContext, ResearchState, Any]
 def build_round() -> Graph:
     g = StateGraph(ResearchState, context_schema=RunContext)
     g.add_node("plan", nodes.plan)  # -> review | execute | END, from its Command's type
-    g.add_node("review", nodes.review)  # a person's decision on the first plan, if asked
+    g.add_node("review", review.review)  # a person's decision on the first plan, if asked
     g.add_node("execute", nodes.execute)
     g.add_node("fuse", nodes.fuse)
     g.add_node("rerank", nodes.rerank)

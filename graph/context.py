@@ -8,12 +8,14 @@ executor, policy, the caller's tool context) are found from it: :mod:`graph.reso
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.models import Caller, RunOptions
-from graph.review import ReviewPoint
 
 DEFAULT_SERVICES = "default"
+ReviewPoint = Literal["plan"]  # where a run may pause for a person's decision
 
 
 class RunContext(BaseModel):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
-from langgraph.types import Command, StreamWriter, interrupt
+from langgraph.types import Command, StreamWriter
 
 from graph.claims import check_answer
 from graph.context import RunContext
@@ -25,13 +25,11 @@ from graph.extractive import CANNOT_ANSWER, NO_SUPPORTED_CLAIM, extractive_answe
 from graph.models import BoundName, EventType, RunOptions
 from graph.policies.base import View
 from graph.resources import REGISTRY, RunScope, Services
-from graph.review import ReviewDecision, checked, excluded
-from graph.state import ResearchState
+from graph.state import ResearchState, excluded
 from retrieval.fusion import rrf_fuse
 from retrieval.placement import engine_call
-from tools.evidence import Evidence, Provenance
+from tools.evidence import Evidence
 from tools.executor import ToolCall
-from tools.normalize import evidence_from_record
 
 _TOP_IN_TRACE = 10
 
@@ -172,66 +170,6 @@ async def plan(
     return Command(update=update, goto=route_after_plan(update, reviewed))
 
 
-async def review(
-    state: ResearchState, runtime: Runtime[RunContext]
-) -> Command[Literal["execute", "__end__"]]:
-    """The run pauses here (``interrupt``) until a person decides on the first plan; the
-    node runs again from its start when the decision comes (``Command(resume=...)``)."""
-    asked = {"point": "plan", "round": state.get("round", 0), "calls": state.get("plan") or []}
-    decision = checked(interrupt(asked), run_of(runtime).services.executor.catalog)
-
-    async def body(state: ResearchState, run: Run) -> Step:
-        return await _review(state, run, decision)
-
-    update = await timed("review", state, runtime, body)
-    return Command(update=update, goto="execute" if update.get("plan") else "__end__")
-
-
-async def _review(state: ResearchState, run: Run, decision: ReviewDecision) -> Step:
-    round_no = state["round"]
-    if decision.action == "edit":
-        calls, _ = _fresh_calls(state, run.ctx.options, decision.calls)
-    else:
-        calls = [ToolCall.model_validate(c) for c in state.get("plan") or []]
-    tools = run.scope.tools
-    pinned: dict[str, dict[str, Any]] = {}
-    for doc_id in dict.fromkeys(decision.pin):
-        records = await engine_call(
-            tools.store, "get_document", tools.store.get_document, doc_id, tools.flt
-        )
-        for rank, record in enumerate(records, 1):
-            evidence = evidence_from_record(record, score=1.0)
-            evidence.provenance = [
-                Provenance(
-                    round=round_no, tool="review", query=f"pinned by {decision.by}", rank=rank
-                )
-            ]
-            item = evidence.model_dump(mode="json")
-            if not excluded(item, decision.exclude):
-                pinned[evidence.id] = item
-    if decision.action == "edit":
-        run.services.executor.embed_ahead(calls, tools)
-    run.emit(
-        "plan",
-        node="review",
-        round=round_no,
-        calls=[{"tool": c.tool, "args": c.args, "reason": c.reason} for c in calls],
-        reviewed={
-            "by": decision.by,
-            "action": decision.action,
-            "pin": decision.pin,
-            "pinned": sorted(pinned),
-            "exclude": decision.exclude,
-        },
-    )
-    update: dict[str, Any] = {
-        "plan": [c.model_dump() for c in calls],
-        "excluded": decision.exclude,
-        "pool": pinned,
-    }
-    return Step(update, {"action": decision.action, "calls": len(calls), "pinned": len(pinned)})
-
-
 async def _plan(state: ResearchState, run: Run) -> Step:
     round_no = state.get("round", 0) + 1
     opts = run.ctx.options
@@ -252,7 +190,7 @@ async def _plan(state: ResearchState, run: Run) -> Step:
         warnings += step.warnings
     else:
         calls = [ToolCall.model_validate(c) for c in state.get("next_calls") or []]
-    fresh, skipped = _fresh_calls(state, opts, calls)
+    fresh, skipped = fresh_calls(state, opts, calls)
     if skipped:
         update["bound_hit"] = "max_tool_calls"
         warnings.append(f"max_tool_calls ({opts.max_tool_calls}) reached: some calls were skipped")
@@ -287,12 +225,12 @@ async def plan_ahead(run: Run) -> None:
     started = time.perf_counter()
     empty: ResearchState = {}
     step = await policy.plan(view_of(empty, run))
-    fresh, _ = _fresh_calls(empty, run.ctx.options, step.calls)
+    fresh, _ = fresh_calls(empty, run.ctx.options, step.calls)
     run.services.executor.embed_ahead(fresh, run.scope.tools, also=step.embed)
     run.scope.first_plan, run.scope.first_plan_s = step, time.perf_counter() - started
 
 
-def _fresh_calls(
+def fresh_calls(
     state: ResearchState, opts: RunOptions, calls: list[ToolCall]
 ) -> tuple[list[ToolCall], bool]:
     """The calls a round runs: not made before, no repeats, within max_tool_calls (and
@@ -455,7 +393,7 @@ async def _assess(state: ResearchState, run: Run) -> Step:
         # The next round is decided: its searches start embedding their queries now, not
         # after this step is saved and the next one planned (plan runs exactly these).
         run.services.executor.embed_ahead(
-            _fresh_calls(state, opts, verdict.next_calls)[0], run.scope.tools
+            fresh_calls(state, opts, verdict.next_calls)[0], run.scope.tools
         )
     run.emit(
         "round",

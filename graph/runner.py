@@ -13,12 +13,12 @@ from langgraph.types import Command
 
 from graph import nodes
 from graph.builder import build_graph
-from graph.context import RunContext
+from graph.context import ReviewPoint, RunContext
 from graph.events import EventSink, OnEvent
 from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
 from graph.policies.base import Policy
 from graph.resources import REGISTRY, RunScope, Services, make_executor, make_policy
-from graph.review import ReviewDecision, ReviewPoint, checked
+from graph.review import ReviewDecision, checked
 from graph.savers import Savers
 from graph.settings import GraphSettings
 from graph.trace_store import TraceStore

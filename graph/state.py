@@ -51,6 +51,11 @@ def by_round(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> list[di
     return [rounds[r] for r in sorted(rounds)]
 
 
+def excluded(item: dict[str, Any], exclude: list[str]) -> bool:
+    """Whether a pool item (an Evidence dump) comes from an excluded source or document."""
+    return item.get("source") in exclude or item.get("doc_id") in exclude
+
+
 class ResearchState(TypedDict, total=False):
     round: int  # the round being planned / executed (1-based)
     plan: list[dict[str, Any]]  # ToolCall dumps of the current round
