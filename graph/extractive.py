@@ -11,9 +11,14 @@ from collections import Counter
 
 from graph.claims import neutralise_markers
 from graph.policies.base import Answer
-from graph.question import analyse
 from graph.short_answer import assigned, find_short_answer, stated_value
-from graph.statements import superseded
+from graph.statements import (
+    asks_more_than_once,
+    assigned_value,
+    statements,
+    superseded,
+    value_kind,
+)
 from graph.support import Support, assess_support
 from graph.text import QUESTION_WORDS, instruction_like, sentences, terms
 from tools.evidence import Evidence
@@ -117,21 +122,34 @@ def _depth(n: int, parent_of: dict[int, int]) -> int:
     return depth
 
 
-def _states_a_value(question: str, supports: list[Support]) -> bool:
-    """A question that asks for a number, a duration or a date is answered only by a
-    passage that writes one (a digit the question does not already hold): "how many bytes
-    does token_bytes return by default" is not answered by its signature."""
-    if analyse(question).answer_type not in {"number", "duration", "date"}:
-        return True
-    asked = {w.casefold() for w in _DIGIT_WORDS.findall(question)}
-    return any({w.casefold() for w in _DIGIT_WORDS.findall(s.sentence)} - asked for s in supports)
+_VALUE_NAMES = {
+    "number": "the number",
+    "duration": "the duration",
+    "date": "the date or release",
+    "literal": "the default value",
+}
 
 
-_DIGIT_WORDS = re.compile(
-    r"\w*\d[\w.,]*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-    r"dozen|hundred|thousand|million|billion|once|twice)\b",
-    re.IGNORECASE,
-)
+# The names a technical question asks about: sqlite3.connect, dirs_exist_ok, relay-eu1.
+_NAMED = re.compile(r"`?\w+(?:[._]\w+)+`?|\b\w+(?:-\w+)+\b|\b[A-Z][\w-]*\d[\w-]*")
+
+
+def _asked_value(question: str) -> str:
+    """ "the default value asked for (dirs_exist_ok)": what the refusal says is missing."""
+    what = _VALUE_NAMES.get(value_kind(question) or "", "the value")
+    names = [m.group(0).strip("`") for m in _NAMED.finditer(question)]
+    return f"{what} asked for" + (f" ({', '.join(dict.fromkeys(names))})" if names else "")
+
+
+def _states_a_value(question: str, evidence: list[Evidence]) -> bool:
+    """A question that asks for a value (a number, a duration, a date, a default) is
+    answered only by a sentence that writes one of that type in the scope of what the
+    question names: "how many bytes does token_bytes return by default" is not answered
+    by its signature, nor "how often does the interpreter switch threads" by a sentence
+    about switching that states no period."""
+    if value_kind(question) is None or asks_more_than_once(question):
+        return True  # a value read through an earlier sentence's hop: not judged here
+    return bool(statements(question, evidence)) or assigned_value(question, evidence) is not None
 
 
 def _best_supports(supports: list[Support]) -> list[tuple[int, str]]:
@@ -185,9 +203,9 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
             extractive=True,
         )
     supports = superseded(verdict.supports, evidence)
-    if decided is None and not _states_a_value(question, supports):
+    if decided is None and not _states_a_value(question, evidence):
         return Answer(
-            text=f"{CANNOT_ANSWER} Missing: a passage that states the value asked for.",
+            text=f"{CANNOT_ANSWER} Missing: a passage that states {_asked_value(question)}.",
             answerable=False,
             warnings=warnings,
             extractive=True,

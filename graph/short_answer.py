@@ -22,6 +22,7 @@ from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
 from graph.statements import (
     ARRIVAL,
     VERSION_NOTE,
+    asks_more_than_once,
     assigned_value,
     statements,
     superseded,
@@ -596,7 +597,7 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         for v in s.values
     }
     value = best.values[0] if len(best.values) == 1 and rivals <= set(best.values) else None
-    if value is None or _asks_more_than_once(question):
+    if value is None or asks_more_than_once(question):
         # Undetermined, or the question's last hop ("... that clock") is not what the
         # scope was bound to: the supporting sentences are quoted instead.
         return None
@@ -609,12 +610,6 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
     elif not _beside_asked(value, best.sentence, question):
         return None  # the value stands apart from every word the question asks about
     return Found(value, [(best.index, best.sentence)])
-
-
-def _asks_more_than_once(question: str) -> bool:
-    """ "timeit uses a clock. when was that clock added?": the asked thing is defined by an
-    earlier sentence, a hop the sentence's scope was not bound to."""
-    return ask_of(question) != question or bool(re.search(r"\w[.!?]\s+\w", question.strip()))
 
 
 def _counting(value: str, sentence: str, counted: str) -> bool:
@@ -746,7 +741,7 @@ def wh_answer(
 ) -> Found | None:
     kind = shape.answer_type
     if _asks_version(question):
-        if _asks_more_than_once(question):
+        if asks_more_than_once(question):
             # "X uses a clock. When was that clock added?": the scope read is not the
             # hop's; the note after the named subject is
             return _version_added(question, evidence, supports)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from graph.lexicon import prefetch, related
-from graph.question import QuestionShape, analyse
+from graph.question import QuestionShape, analyse, ask_of
 from graph.support import chain_context, question_parts
 from graph.text import QUESTION_WORDS, instruction_like, sentences, stem, terms, words
 from tools.evidence import Evidence
@@ -57,7 +57,9 @@ VERSION_NOTE = re.compile(
     r"|\bsince\s+(?:version\s+)?(\d+(?:\.\d+)+)",
     re.IGNORECASE,
 )
-_YEAR = re.compile(r"^(1[5-9]\d\d|20\d\d)s?$")
+_YEAR = re.compile(r"^(1\d\d\d|20\d\d)s?$")
+# A release named by its number: "nwr-sdk 3.2.0", "v2.4".
+_RELEASE = re.compile(r"^v?\d+\.\d+\.\d+$|^v\d+(?:\.\d+)*$")
 _CODE = re.compile(r"^`[^`]+`$|^[A-Za-z_][\w]*(?:[._][\w]+)+$|^[A-Z][A-Z0-9]*_[A-Z0-9_]+$")
 # Words with which a question asks for a setting's value rather than a description.
 _DEFAULT_WORDS = frozenset({"default", "defaults", "otherwise"})
@@ -108,6 +110,12 @@ def superseded(supports: list[_S], evidence: list[Evidence]) -> list[_S]:
     return [s for s in supports if s.index not in drop]
 
 
+def asks_more_than_once(question: str) -> bool:
+    """ "timeit uses a clock. when was that clock added?": the asked thing is defined by an
+    earlier sentence, a hop the sentence's scope was not bound to."""
+    return ask_of(question) != question or bool(re.search(r"\w[.!?]\s+\w", question.strip()))
+
+
 def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
     """The type of value the question asks for, if it asks for one: "version" (when a
     thing arrived), "date", "number", "duration" or "literal" (a setting's default)."""
@@ -142,7 +150,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         after = toks[i + 1].casefold() if i + 1 < len(toks) else ""
         is_num = bool(_NUM.match(tok)) or low in _NUMBER_WORDS
         if kind == "date":
-            if _YEAR.match(tok):
+            if _YEAR.match(tok) or _RELEASE.match(tok):
                 out.append(tok)
         elif kind == "duration":
             if is_num and stem(after) in _TIME_UNITS:

@@ -178,3 +178,21 @@ def test_a_table_answer_is_cited_and_passes_the_claim_check() -> None:
 
 def test_a_table_without_the_named_row_decides_nothing() -> None:
     assert table_value("What is the salary band midpoint for an L9 engineer?", [BANDS]) is None
+
+
+def test_a_value_question_without_a_stated_value_is_refused_naming_what_is_missing() -> None:
+    page = ev(
+        "scheduler",
+        "Scheduler",
+        "sync-scheduler (service)\n\nThe sync-scheduler switches between workers by default "
+        "and returns the current switch interval on request.",
+    )
+    answer = extractive_answer("how often does sync-scheduler switch workers by default?", [page])
+    assert not answer.answerable
+    assert "the duration asked for (sync-scheduler)" in answer.text
+    stated = page.model_copy(
+        update={"text": page.text + " It switches every 5 milliseconds by default."}
+    )
+    answer = extractive_answer("how often does sync-scheduler switch workers by default?", [stated])
+    assert answer.answerable
+    assert "5 milliseconds" in answer.text
