@@ -17,11 +17,14 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
 from retrieval.search_models import MAX_K
@@ -223,6 +226,7 @@ def _ingest_progress(label: str) -> Iterator[ProgressFn]:
             TextColumn(f"[bold]{escape(label)}"),
             BarColumn(),
             MofNCompleteColumn(),
+            _RateColumn(),
             TimeElapsedColumn(),
             console=err_console,
             transient=True,
@@ -238,10 +242,25 @@ def _ingest_progress(label: str) -> Iterator[ProgressFn]:
         now = time.monotonic()
         if now - last >= 10.0 and done < of:
             last = now
-            _note(f"{label}: {done}/{of} records ({now - start:.0f} s)")
+            _note(f"{label}: {done}/{of} records ({now - start:.0f} s, {_rate(done, now - start)})")
 
     yield update
-    _note(f"{label}: {seen} record(s) indexed in {time.monotonic() - start:.1f} s")
+    elapsed = time.monotonic() - start
+    _note(f"{label}: {seen} record(s) indexed in {elapsed:.1f} s ({_rate(seen, elapsed)})")
+
+
+def _rate(records: int, seconds: float) -> str:
+    return f"{records / seconds:.0f} records/s" if seconds > 0 else "- records/s"
+
+
+class _RateColumn(ProgressColumn):
+    """Records a second (unchanged documents count too: they cost no embedding)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(
+            f"{speed:.0f} records/s" if speed else "- records/s", style="progress.data.speed"
+        )
 
 
 def acl_groups(values: list[str]) -> list[str]:
