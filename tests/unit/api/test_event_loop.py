@@ -15,13 +15,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import httpx
 
 from api.app import assemble
 from api.auth import KeyRing
 from api.deps import Services
+from api.routers import answers
 from api.settings import ApiSettings
 from api.tasks.store import SqliteTaskStore, Tx
+from graph.models import Caller, RunOptions
 from tests.unit.api.conftest import AUTH_A, FakeResearcher, FakeStore, Harness, _client_for
 
 
@@ -120,3 +123,22 @@ async def test_a_slow_store_call_does_not_hold_up_other_requests(
         assert time.monotonic() - started < 0.5
         assert not slow.done()  # served while the slow call was still going on
         assert (await slow).status_code == 404
+
+
+async def test_a_streamed_answer_its_client_left_is_recorded_cancelled(
+    harness: Harness, researcher: FakeResearcher
+) -> None:
+    """The stream's closing write runs in a thread while the request is being cancelled
+    (its scope stays cancelled: an unshielded await there would never run it)."""
+    researcher.gate = asyncio.Event()  # the run waits after its tool call
+    async for _ in _client_for(harness):
+        services = harness.services
+        assert services is not None
+        services.tasks.register_run("run_left", "ana", "q")
+        stream = answers._stream(services, "q", Caller(user="ana"), RunOptions(), "run_left")
+        with anyio.CancelScope() as scope:  # the client goes away mid-run
+            async for event in stream:
+                if event.event == "tool_call":
+                    scope.cancel()
+        run = services.tasks.get_run("run_left", "ana")
+        assert run is not None and run.status == "cancelled"
