@@ -3,8 +3,8 @@ source's sync both run.
 
 A versioned source (a git repository) builds on what was indexed before: the catalog
 keeps the commit the source is at and the settings it was loaded with; the next load
-reads only the files changed since that commit, and the documents of removed files are
-deleted in the same catalog transaction that records the new commit (all or nothing).
+reads only the files changed since that commit, and the changed documents, the deletions
+of removed files and the new commit are one catalog transaction (all or nothing).
 Other sources are loaded whole, and unchanged documents cost nothing.
 """
 
@@ -68,7 +68,10 @@ def ingest_path(
         origin=origin,
         delete_docs=gone,
         version=SourceVersion(loaded.source, loaded.version, config),
-        atomic=True,
+        # A diff is written as one batch; a whole tree (a first ingest) in batches, its
+        # deletions and commit with the last one (killed midway, the next load reads it
+        # again from the commit indexed before).
+        atomic=loaded.touched is not None,
     )
     return SyncResult(loaded, report)
 
