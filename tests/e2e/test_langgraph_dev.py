@@ -155,3 +155,39 @@ async def test_a_thread_runs_an_acme_question_to_a_cited_answer(server: str) -> 
     assert steps == sorted(steps, reverse=True) and steps[-1] == -1  # newest first
     rounds = [h for h in history if h["next"] == ["round"]]
     assert len(rounds) == result["rounds"]  # the parent: one checkpoint before each round
+
+
+async def test_a_run_asking_for_review_pauses_and_resumes_over_the_api(server: str) -> None:
+    from langgraph_sdk import get_client
+
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    context: dict[str, Any] = {
+        "question": QUESTION,
+        "caller": {"user": "alice", "groups": ["eng"]},
+        "review": ["plan"],
+    }
+    await client.runs.wait(thread["thread_id"], "research", input={}, context=context)
+    paused: Any = await client.threads.get(thread["thread_id"])
+    assert paused["status"] == "interrupted"
+    (asked,) = [i["value"] for task in paused["interrupts"].values() for i in task]
+    assert asked["point"] == "plan" and asked["calls"]
+    edited = [{"tool": "search_knowledge", "args": {"query": "Northwind Relay CTO"}}]
+    decision = {"action": "edit", "calls": edited, "by": "alice"}
+    events: list[dict[str, Any]] = []
+    async for part in client.runs.stream(
+        thread["thread_id"],
+        "research",
+        command={"resume": decision},
+        context=context,
+        stream_mode=["custom"],
+        stream_subgraphs=True,
+    ):
+        assert part.event != "error", part.data
+        if part.event.startswith("custom"):
+            events.append(part.data)
+    reviewed = next(e for e in events if e["type"] == "plan" and e["node"] == "review")
+    assert reviewed["data"]["reviewed"]["by"] == "alice"
+    assert [e["data"]["args"] for e in events if e["type"] == "tool_call"][0] == edited[0]["args"]
+    state: Any = await client.threads.get_state(thread["thread_id"])
+    assert re.search(ANSWER, state["values"]["result"]["answer"])
