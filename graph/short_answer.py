@@ -593,6 +593,7 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         for s in found[1:]
         if s.bound >= best.bound - _CLOSE
         and s.direct >= best.direct - _CLOSE
+        and s.subject >= best.subject
         and len(s.values) == 1
         for v in s.values
     }
@@ -607,9 +608,14 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         if not _counting(value, best.sentence, counted):
             return None
         value = _measured(value, counted)
-    elif not _beside_asked(value, best.sentence, question):
+    elif not _noted(value, best.sentence) and not _beside_asked(value, best.sentence, question):
         return None  # the value stands apart from every word the question asks about
     return Found(value, [(best.index, best.sentence)])
+
+
+def _noted(value: str, sentence: str) -> bool:
+    """Is the value a release note's ("New in version 3.11")? The note is its own cue."""
+    return any(value in (m.group(1), m.group(2)) for m in VERSION_NOTE.finditer(sentence))
 
 
 def _counting(value: str, sentence: str, counted: str) -> bool:
@@ -745,8 +751,11 @@ def wh_answer(
             # "X uses a clock. When was that clock added?": the scope read is not the
             # hop's; the note after the named subject is
             return _version_added(question, evidence, supports)
+        stated = stated_value(question, evidence)
+        if stated is not None or statements(question, evidence):
+            return stated  # notes read in their scope, determined or not
         # a page without paragraphs: the note after the subject's own name
-        return stated_value(question, evidence) or _version_added(question, evidence, supports)
+        return _version_added(question, evidence, supports)
     if kind == "entity" and shape.kind and _IDENTIFIER.search(question):
         # Technical questions (they name a setting, symbol or ticket) get technical values.
         return _named_value(shape, question, evidence, supports)
@@ -754,8 +763,8 @@ def wh_answer(
     # passage (a co-star, a predecessor): names are not read off without a reader model.
     if kind not in {"date", "number", "duration", "place", "value"}:
         return None
-    if kind == "value" and not _IDENTIFIER.search(question):
-        return None  # an untyped value is read off only next to a named setting or symbol
+    if kind == "value":
+        return None  # an untyped value: only a setting's default is read (stated_value)
     cues = _cues(question, shape)
     if not cues:
         return None

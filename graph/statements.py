@@ -93,6 +93,11 @@ class Statement:
     bound: float  # weighted share of the question's terms its scope holds
     direct: float  # ... that the sentence itself (with its label) holds
     values: tuple[str, ...]  # values of the asked type the sentence writes
+    # How many of the question's names the nearest sentence naming any of them holds
+    # (this one, or one before it under the same label): "New in version 3.10" after
+    # "itertools.pairwise(...)" is about pairwise, not about the "itertools.accumulate"
+    # two sentences earlier.
+    subject: int = 0
 
 
 def superseded(supports: list[_S], evidence: list[Evidence]) -> list[_S]:
@@ -234,6 +239,11 @@ def _weights(q_terms: list[str], evidence: list[Evidence]) -> dict[str, float]:
     return {t: math.log(1 + n / (1 + df[t])) + 0.1 for t in q_terms}
 
 
+def _count_keys(text: str, keys: list[str]) -> int:
+    have = _expand(set(terms(text)))
+    return sum(k in have for k in keys)
+
+
 def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     """Sentences whose scope binds the question's names and most of its terms, best first;
     for a question asking a value, only sentences that write one."""
@@ -256,7 +266,11 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
         frame = set(terms(f"{e.title} {' '.join(e.locator.heading_path if e.locator else [])}"))
         # Names the question holds may be met on the page a hop came from.
         chain = contexts[n - 1] if e.id in linked else set()
+        held, under = 0, None
         for sent, label, scope in scoped(e.text):
+            if label != under:
+                under, held = label, _count_keys(label, parts.keys)
+            held = _count_keys(sent, parts.keys) or held
             if instruction_like(sent):
                 continue
             own = _expand(set(terms(f"{label} {sent}")) | frame)
@@ -275,8 +289,8 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
                 continue  # says nothing the question does not
             bound = sum(weight[t] * reach.get(t, 0.0) for t in need) / total
             direct = sum(weight[t] for t in q_terms if t in own) / total
-            found.append((Statement(n, sent, bound, direct, vals), set(reach)))
-    found.sort(key=lambda x: (-x[0].bound, -x[0].direct, x[0].index))
+            found.append((Statement(n, sent, bound, direct, vals, held), set(reach)))
+    found.sort(key=lambda x: (-x[0].bound, -x[0].direct, -x[0].subject, x[0].index))
     # Paraphrase for the words the best candidates miss ("locked" ... "giving up").
     top = found[:_PARAPHRASE_CANDIDATES]
     missing = {t for _, near in top for t in need if t not in near}
@@ -286,9 +300,13 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     for st, near in top:
         # a word met only by its paraphrase counts as one met further away
         extra = _FAR * sum(weight[t] for t in need if t not in near and related(t, near))
-        out.append(Statement(st.index, st.sentence, st.bound + extra / total, st.direct, st.values))
+        out.append(
+            Statement(
+                st.index, st.sentence, st.bound + extra / total, st.direct, st.values, st.subject
+            )
+        )
     out = [s for s in out if s.bound >= MIN_BOUND]
-    out.sort(key=lambda s: (-round(s.bound, 6), -s.direct, s.index))
+    out.sort(key=lambda s: (-round(s.bound, 6), -s.direct, -s.subject, s.index))
     return out
 
 
