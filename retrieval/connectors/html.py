@@ -162,6 +162,12 @@ def resolve_link(href: str, doc_path: str) -> str | None:
     return None if joined == "." else joined
 
 
+def _space(out: _Builder) -> None:
+    tail = out.last()
+    if tail and not tail[-1].isspace():
+        out.emit(" ")
+
+
 def html_page(html: str, doc_path: str = "") -> HtmlPage:
     """The main content of ``html`` as text, with headings, ``<title>`` and links (targets
     resolved against ``doc_path``, the page's path relative to the loaded folder)."""
@@ -177,6 +183,7 @@ def html_page(html: str, doc_path: str = "") -> HtmlPage:
     # Iterative walk: (node, entering). Deeply nested pages must not hit the recursion limit.
     stack: list[tuple[LexborNode, bool]] = [(root, True)]
     pre_depth = 0
+    cell_depth = 0  # inside a table cell (Sphinx wraps cell text in <p>)
     open_headings: list[tuple[int, int, int]] = []  # (level, start offset, parts index)
     seen_links: set[str] = set()
     while stack:
@@ -197,8 +204,12 @@ def html_page(html: str, doc_path: str = "") -> HtmlPage:
             elif tag in _BLOCK_TAGS:
                 if tag == "pre":
                     pre_depth -= 1
-                out.brk(1 if tag in _ROW_TAGS else 2)
+                if cell_depth and tag not in _ROW_TAGS:
+                    _space(out)  # a paragraph inside a cell stays on the row's line
+                else:
+                    out.brk(1 if tag in _ROW_TAGS else 2)
             elif tag in _CELL_TAGS:
+                cell_depth -= 1
                 out.trim_trailing_spaces()
             continue
         if tag == "-text":
@@ -215,10 +226,14 @@ def html_page(html: str, doc_path: str = "") -> HtmlPage:
             out.brk()
             open_headings.append((_HEADING_TAGS[tag], out.length, len(out.parts)))
         elif tag in _BLOCK_TAGS:
-            out.brk(1 if tag in _ROW_TAGS else 2)
+            if cell_depth and tag not in _ROW_TAGS:
+                _space(out)
+            else:
+                out.brk(1 if tag in _ROW_TAGS else 2)
             if tag == "pre":
                 pre_depth += 1
         elif tag in _CELL_TAGS:
+            cell_depth += 1
             tail = out.last()
             if tail and tail != "\n":
                 out.trim_trailing_spaces()

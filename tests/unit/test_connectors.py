@@ -159,6 +159,23 @@ def test_html_keeps_headings_and_drops_scripts() -> None:
     assert "Projects are references, not copies." in records[1].text
 
 
+def test_html_table_rows_stay_one_line_when_cells_hold_paragraphs() -> None:
+    # Sphinx and DocBook wrap cell text in <p>: a row must still read as one line.
+    html = (
+        "<html><body><main><table><thead><tr><th><p>Level</p></th><th><p>Numeric value</p>"
+        "</th></tr></thead><tbody><tr><td><p>WARNING</p></td><td><p>30</p></td></tr>"
+        "<tr><td><p>INFO</p><p>(informational)</p></td><td><p>20</p></td></tr></tbody>"
+        "</table><p>After the table.</p></main></body></html>"
+    )
+    text, _, _ = html_to_text(html)
+    assert text.splitlines()[:3] == [
+        "Level | Numeric value",
+        "WARNING | 30",
+        "INFO (informational) | 20",
+    ]
+    assert "\n\nAfter the table." in text
+
+
 def test_load_path_acl_project_and_source_arguments(tmp_path: Path) -> None:
     result = load_path(WIKI / "notes.txt", source="office", acl=["staff"], project="ops")
     (record,) = result.records
