@@ -74,7 +74,7 @@ def server(acme_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                 "--config",
                 str(REPO / "langgraph.json"),
             ],
-            cwd=REPO,
+            cwd=REPO,  # langgraph.json's paths are read from here
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
