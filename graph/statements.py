@@ -213,7 +213,8 @@ def _statements_of(block: str) -> list[str]:
     out: list[str] = []
     for sent in (part for whole in sentences(block) for part in _CODE_START.split(whole)):
         lines = [ln for ln in sent.splitlines() if ln.strip()]
-        if len(lines) > 1 and sum(bool(_ITEM.match(ln)) for ln in lines) >= len(lines) - 1:
+        items = sum(bool(_ITEM.match(ln)) or " | " in ln for ln in lines)
+        if len(lines) > 1 and items >= len(lines) - 1:
             out.extend(_ITEM.sub("", ln).strip(" |") for ln in lines)
         else:
             out.append(sent)
