@@ -46,7 +46,13 @@ def _researcher(store: Any, base_url: str, tmp_path: Path, **kw: Any) -> Researc
         llm_max_retries=kw.pop("retries", 1),
         llm_max_answer_tokens=64,
     )
-    return Researcher(store, settings, checkpointer_path=tmp_path / "runs.sqlite")
+    policy = kw.pop("policy", None)
+    return Researcher(
+        store,
+        settings,
+        checkpointer_path=tmp_path / "runs.sqlite",
+        policy=policy(settings) if policy else None,
+    )
 
 
 async def test_plan_and_verdict_parse_and_the_answer_streams(
@@ -93,3 +99,33 @@ async def test_killing_the_server_mid_run_degrades_to_the_extractive_answer(
     evidence_ids = {e.id for e in result.evidence}
     assert all(c.evidence_id in evidence_ids for c in result.citations)
     assert result.citations or "can't answer" in result.answer
+
+
+class _FabricatingPolicy(LLMPolicy):
+    """The real model's answer, then one claim quoted from a passage and one made up."""
+
+    async def synthesize(self, question: str, evidence: list[Any], on_token: Any) -> Any:
+        answer = await super().synthesize(question, evidence, on_token)
+        quoted = f"{evidence[0].text} [1]"
+        fabricated = "The Payments Platform group has 4210 members [1]."
+        text = f"{answer.text}\n{quoted}\n{fabricated}"
+        return answer.model_copy(update={"text": text, "answerable": True, "streamed": False})
+
+
+async def test_a_fabricated_claim_in_the_llm_answer_is_removed_by_the_check(
+    llama_server: Any, corpus_store: Any, tmp_path: Path
+) -> None:
+    r = _researcher(corpus_store, llama_server.base_url, tmp_path, policy=_FabricatingPolicy)
+    try:
+        result = await r.run(QUESTION, Caller(), RunOptions(max_rounds=1, budget=3))
+    finally:
+        await r.aclose()
+    assert result.evidence, "the run found no passage to cite"
+    made_up = [c for c in result.claims if "4210" in c.text]
+    assert made_up and not made_up[0].supported
+    assert "4210" in made_up[0].reason
+    assert "4210" not in result.answer
+    # The quoted claim stands, so the answer is the model's, not the extractive fallback.
+    assert any(c.supported and result.evidence[0].text in c.text for c in result.claims)
+    assert any("unsupported claim" in w for w in result.warnings)
+    assert result.citations and all(c.n >= 1 for c in result.citations)
