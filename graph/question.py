@@ -65,13 +65,20 @@ _MORE = frozenset("more most larger largest bigger biggest higher highest greate
 _LESS = frozenset("less least fewer fewest smaller smallest lower lowest".split())
 _LONGER = frozenset("longer longest taller tallest".split())
 _SHORTER = frozenset("shorter shortest".split())
+# A comparative of size along one dimension, read as a length with its unit.
+_DIMENSION = frozenset(
+    "longer longest shorter shortest taller tallest higher highest deeper deepest".split()
+)
+# "lasted longer", "the longest career": a span of time, not a length.
+_DURING = frozenset("last lasted lasts lasting career reign reigned tenure ran run".split())
 
 
 @dataclass
 class QuestionShape:
     answer_type: AnswerType
     options: list[str] = field(default_factory=list)  # for a choice or a yes/no comparison
-    event: str | None = None  # "birth", "death", "start", "lifespan", "quantity"
+    # "birth", "death", "start", "lifespan", "quantity", "measure" (a length), "span" (time)
+    event: str | None = None
     direction: Direction | None = None
     kind: list[str] = field(default_factory=list)  # "which film" -> ["film"]
     same: bool = False  # "the same X", "both X": a shared-attribute yes/no
@@ -177,6 +184,10 @@ def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:
         if have & cues and direction:
             # "older" asks for the earlier birth; "younger" for the later one.
             return event, direction
+    if have & _DIMENSION and have & _DURING:
+        return "span", "max" if have & (_LONGER | _MORE) else "min"
+    if have & _DIMENSION and not have & {"more", "most", "less", "fewer"}:
+        return "measure", "max" if have & (_LONGER | _MORE) else "min"
     if have & (_MORE | _LONGER):
         return "quantity", "max"
     if have & (_LESS | _SHORTER):

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from graph.lexicon import related
+from graph.measures import length_m, span_s
 from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
 from graph.statements import (
     ARRIVAL,
@@ -238,6 +239,10 @@ def _value_of(
             q = _quantity(text, nouns) if nouns else None
             if q is not None:
                 return q, n
+        elif shape.event in {"measure", "span"}:
+            size = length_m(text) if shape.event == "measure" else span_s(text)
+            if size is not None:
+                return size, n
         elif shape.event:
             d = _event_date(shape.event, text)
             if d is not None:
@@ -331,7 +336,7 @@ def _expand(option: str, question: str, evidence: list[Evidence]) -> str:
     return best
 
 
-_DEMONYM = re.compile(r"\b[A-Z][a-z]+(?:an|ian|ese|ish|ch|sh|ic|i)\b")
+_DEMONYM = re.compile(r"\b[A-Z][a-z]+(?:an|ian|ese|ish|ch|sh|ic|i|ine)\b")
 
 
 def _lead_attribute(text: str, name: str, attribute: list[str]) -> set[str] | None:
@@ -374,12 +379,14 @@ def yes_no(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
         return _same_value(shape, question, evidence)
     # "Are X and Y both magazines?": class membership, read from what each page's opening
     # sentence says its subject is. The whole class phrase there: yes for that subject;
-    # not even its head noun: no; anything between is not determined.
-    klass = _class_terms(question, shape)
+    # another nationality where the class names one, or not even its head noun: no;
+    # anything between is not determined.
+    options = [_own_name(opt, evidence) for opt in shape.options]
+    klass, demonym = _class_terms(question, options)
     if not klass:
         return None
-    verdicts = []
-    for opt in shape.options:
+    verdicts: list[bool | None] = []
+    for opt in options:
         pages = _pages_of(opt, evidence)
         if not pages:
             return None
@@ -387,30 +394,82 @@ def yes_no(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
         lead = sentences(evidence[n - 1].text)[:1]
         have = {stem(w) for w in words(lead[0])} if lead else set()
         page = {stem(w) for m in pages for w in words(evidence[m - 1].text)}
-        if set(klass) <= have:
-            verdicts.append(True)
-        elif klass[-1] not in page:
-            verdicts.append(False)  # the page never calls it anything of the kind
-        else:
-            return None
+        nationality = _nationality(demonym, lead[0] if lead else "", opt) if demonym else None
+        rest = set(klass) - {stem(demonym.casefold())} if demonym else set(klass)
+        verdict: bool | None = None
+        if set(klass) <= have or (nationality and rest <= have):
+            verdict = True
+        elif nationality is False:
+            verdict = False  # "an Irish film director" asked as "American"
+        elif klass[-1] not in page and not related(klass[-1], have):
+            verdict = False  # never called anything of the kind (a "professor" is a "teacher")
+        verdicts.append(verdict)
         support.append((n, lead[0] if lead else evidence[n - 1].text))
-    return Found("yes" if all(verdicts) else "no", support)
+    if False in verdicts:
+        # one that is not settles "both": only its page is the evidence
+        return Found("no", [s for s, v in zip(support, verdicts, strict=True) if v is False])
+    if all(verdicts):
+        return Found("yes", support)
+    return None
 
 
-def _class_terms(question: str, shape: QuestionShape) -> list[str]:
-    """The class a "both" question asks about: the words after "both" (or after the last
-    option) to the end, "Are X and Y both rock bands?" -> ["rock", "band"]."""
+def _own_name(option: str, evidence: list[Evidence]) -> str:
+    """An option read as far as the page it names: in "Are both X and Y American?" the
+    words after Y's name belong to the class, not to the name ("Neil Jordan American" ->
+    "Neil Jordan" when a page is titled so)."""
+    titles = {base_title(e.title).casefold() for e in evidence}
+    if option.casefold() in titles:
+        return option
+    toks = option.split()
+    for cut in range(len(toks) - 1, 0, -1):
+        head = " ".join(toks[:cut])
+        if head.casefold() in titles:
+            return head
+    return option
+
+
+# A relation ("based in Massachusetts", "located in England"), not a class: a page that
+# does not repeat the place may still be in it.
+_RELATION_WORDS = frozenset("in at on from by with to into near under within".split())
+
+
+def _class_terms(question: str, options: list[str]) -> tuple[list[str], str | None]:
+    """The class a "both" question asks about and the nationality it names, if any:
+    "Are X and Y both rock bands?" -> (["rock", "band"], None); "Are both X and Y
+    American?" -> (["american"], "American")."""
     ask = ask_of(question).rstrip(" ?")
-    m = re.search(
-        r"\bboth\s+(?:(?:a|an|the|considered|described as|types? of|kinds? of)\s+)*(.+)$", ask
-    )
+    m = re.search(r"\bboth\s+(.+)$", ask)
     if not m:
-        return []
-    tail = [stem(w) for w in words(m.group(1)) if w not in STOPWORDS and w not in _AUX_WORDS]
-    skip = options_terms(shape.options)
-    if not tail or set(tail) & skip or len(tail) > 3 or any(_verb_or_number(t) for t in tail):
-        return []  # "both X and Y …": the options, not a class
-    return tail
+        return [], None
+    tail = m.group(1)
+    last = options[-1] if options else ""
+    at = tail.casefold().rfind(last.casefold()) if last else -1
+    if at >= 0:
+        tail = tail[at + len(last) :]  # "both X and Y <class>"
+    tail = re.sub(r"^\W*(?:(?:a|an|the|considered|described as|types? of|kinds? of)\s+)*", "", tail)
+    raw = words(tail)
+    if set(raw) & _RELATION_WORDS:
+        return [], None
+    klass = [stem(w) for w in raw if w not in STOPWORDS and w not in _AUX_WORDS]
+    skip = options_terms(options)
+    if not klass or set(klass) & skip or len(klass) > 3 or any(_verb_or_number(t) for t in klass):
+        return [], None  # "both X and Y …": the options, not a class
+    demonym = next((d.group(0) for d in _DEMONYM.finditer(tail)), None)
+    return klass, demonym
+
+
+def _nationality(asked: str, lead: str, name: str) -> bool | None:
+    """Does the opening call its subject by the asked nationality (or a form of it:
+    "Argentine" for "Argentinian")? None when it names no nationality."""
+    own = set(words(name))
+    said = [m.group(0) for m in _DEMONYM.finditer(lead) if m.group(0).casefold() not in own]
+    if not said:
+        return None
+    return any(_same_stem(asked.casefold(), d.casefold()) for d in said)
+
+
+def _same_stem(a: str, b: str) -> bool:
+    return a.startswith(b) or b.startswith(a) or (a[:6] == b[:6] and min(len(a), len(b)) >= 6)
 
 
 def _verb_or_number(term: str) -> bool:

@@ -254,6 +254,53 @@ def test_both_class_yes_no_and_undetermined() -> None:
     assert find_short_answer("Are Lit and Adorable both rock bands?", bands, []) is None
 
 
+def test_both_with_the_class_after_the_second_name() -> None:
+    people = [
+        ev("w:a", "Ana Ruiz", "Ana Ruiz (born 1970) is a Portuguese structural engineer."),
+        ev("w:b", "Ben Holt", "Ben Holt (born 1981) is a Canadian industrial designer."),
+    ]
+    # "Ben Holt Portuguese" is read as the page's name, then the class
+    no = find_short_answer("Are both Ana Ruiz and Ben Holt Portuguese?", people, [])
+    assert no is not None and no.value == "no"
+    people[1] = ev("w:b", "Ben Holt", "Ben Holt is a Portuguese-born Canadian designer.")
+    yes = find_short_answer("Are both Ana Ruiz and Ben Holt Portuguese?", people, [])
+    assert yes is not None and yes.value == "yes"
+    # a form of the same nationality is not another one
+    people[1] = ev("w:b", "Ben Holt", "Ben Holt is an Argentine designer.")
+    mixed = find_short_answer("Are both Ana Ruiz and Ben Holt Argentinian?", people, [])
+    assert mixed is not None and mixed.value == "no"  # Ana Ruiz is Portuguese
+    # one that is not settles "both", whatever the other page leaves open
+    people[0] = ev("w:a", "Ana Ruiz", "Ana Ruiz is an engineer. She writes about bridges.")
+    people[1] = ev("w:b", "Ben Holt", "Ben Holt is a Canadian designer.")
+    settled = find_short_answer("Are both Ana Ruiz and Ben Holt Portuguese designers?", people, [])
+    assert settled is not None and settled.value == "no"
+    assert [n for n, _ in settled.support] == [2]
+    # a place is a relation, not a class: a page need not repeat the country of its city
+    assert (
+        find_short_answer("Are both Ana Ruiz and Ben Holt based in Portugal?", people, []) is None
+    )
+
+
+def test_choice_by_a_length_or_a_duration_in_one_unit() -> None:
+    towers = [
+        ev("w:a", "North Tower", "The North Tower is a 650 ft office building."),
+        ev("w:b", "Harbour Mast", "The Harbour Mast is a 210 m steel mast."),
+    ]
+    taller = find_short_answer("Which is taller, North Tower or Harbour Mast?", towers, [])
+    assert taller is not None and taller.value == "Harbour Mast"  # 210 m > 650 ft (198 m)
+    incidents = [
+        ev("w:1", "INC-1", "Postmortem INC-1\n\n- Duration: 2 hours 10 minutes (13:40 to 15:50)"),
+        ev("w:2", "INC-2", "Postmortem INC-2\n\n- Duration: 47 minutes (10:05 to 10:52)"),
+    ]
+    longer = find_short_answer("Which incident lasted longer, INC-1 or INC-2?", incidents, [])
+    assert longer is not None and longer.value == "INC-1"
+    assert {n for n, _ in longer.support} == {1, 2}
+    incidents[1] = ev("w:2", "INC-2", "Postmortem INC-2\n\n- Duration: 130 minutes")
+    assert find_short_answer("Which incident lasted longer, INC-1 or INC-2?", incidents, []) is None
+    incidents[1] = ev("w:2", "INC-2", "Postmortem INC-2\n\n- Severity: SEV3")
+    assert find_short_answer("Which incident lasted longer, INC-1 or INC-2?", incidents, []) is None
+
+
 def test_same_attribute_compares_the_values_written_next_to_it() -> None:
     evidence = [
         ev("w:c", "carrier-sync", "carrier-sync polls SFTP. Owner: Carrier Integrations team"),

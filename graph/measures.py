@@ -1,0 +1,126 @@
+"""Magnitudes a page writes about its own subject, in one unit per dimension, so that two
+pages can be compared: a length ("a 650 ft skyscraper", "8,035 m above sea level") and a
+time span ("lasted 45 minutes", "from 19 September to 16 December 1944").
+
+Only what the text writes with a unit is read: a bare number is a count, not a size.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from graph.text import sentences
+
+_LENGTH_UNITS = {
+    "mm": 0.001,
+    "cm": 0.01,
+    "m": 1.0,
+    "metre": 1.0,
+    "meter": 1.0,
+    "km": 1000.0,
+    "kilometre": 1000.0,
+    "kilometer": 1000.0,
+    "ft": 0.3048,
+    "foot": 0.3048,
+    "feet": 0.3048,
+    "yd": 0.9144,
+    "yard": 0.9144,
+    "mi": 1609.344,
+    "mile": 1609.344,
+}
+_TIME_UNITS = {
+    "second": 1.0,
+    "minute": 60.0,
+    "hour": 3600.0,
+    "day": 86400.0,
+    "week": 7 * 86400.0,
+    "month": 30.44 * 86400.0,
+    "year": 365.25 * 86400.0,
+    "decade": 3652.5 * 86400.0,
+}
+_NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
+_LENGTH = re.compile(
+    _NUMBER + r"[\s-]?(mm|cm|m|metres?|meters?|km|kilomet(?:re|er)s?|ft|foot|feet|yd|yards?"
+    r"|mi|miles?)\b",
+    re.IGNORECASE,
+)
+# "lasted 45 minutes", "ran for 6 years", "Duration: 5 hours 20 minutes": a span written
+# out after a word that introduces one; consecutive parts add up.
+_SPAN_CUE = r"(?:last(?:ed|ing|s)?|ran|run|running|took|spann(?:ed|ing)|for|over|of|duration:?)"
+_WORD_NUMBERS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+_AMOUNT = (
+    rf"(\d+(?:\.\d+)?|{'|'.join(_WORD_NUMBERS)})[\s-]"
+    r"(second|minute|hour|day|week|month|year|decade)s?\b"
+)
+_DURATION = re.compile(
+    rf"\b{_SPAN_CUE}\s+(?:about\s+|nearly\s+|almost\s+|more than\s+|over\s+)?"
+    rf"((?:{_AMOUNT}(?:,?\s+(?:and\s+)?)?)+)",
+    re.IGNORECASE,
+)
+_PART = re.compile(_AMOUNT, re.IGNORECASE)
+_MONTHS = (
+    "january february march april may june july august september october november december"
+).split()
+_MON = "|".join(m.capitalize() for m in _MONTHS)
+_DAY_MONTH = rf"(?:(\d{{1,2}})\s+({_MON})|({_MON})\s+(\d{{1,2}}))(?:,?\s+(\d{{4}}))?"
+_RANGE = re.compile(
+    rf"\b(?:from|between)\s+{_DAY_MONTH}\s+(?:to|until|till|through|and)\s+{_DAY_MONTH}"
+)
+
+
+def length_m(text: str) -> float | None:
+    """The first length the page's opening writes, in metres."""
+    lead = " ".join(sentences(text)[:2])
+    m = _LENGTH.search(lead)
+    if m is None:
+        return None
+    unit = m.group(2).casefold()
+    scale = _LENGTH_UNITS.get(unit) or _LENGTH_UNITS.get(unit.removesuffix("s"))
+    return float(m.group(1).replace(",", "")) * scale if scale else None
+
+
+def span_s(text: str) -> float | None:
+    """How long the page's subject lasted, in seconds: a span written out after a cue
+    ("lasted 45 minutes"), else a dated range ("from 19 September to 16 December 1944",
+    the start borrowing the end's year when it writes none)."""
+    m = _DURATION.search(text)
+    if m:
+        total = 0.0
+        for part in _PART.finditer(m.group(1)):
+            n = part.group(1).casefold()
+            value = float(_WORD_NUMBERS[n]) if n in _WORD_NUMBERS else float(n)
+            total += value * _TIME_UNITS[part.group(2).casefold()]
+        return total
+    r = _RANGE.search(text)
+    if r is None:
+        return None
+    start = _day(r.groups()[:5])
+    end = _day(r.groups()[5:])
+    if end is None or end[2] is None:
+        return None
+    year = start[2] if start and start[2] is not None else end[2]
+    if start is None:
+        return None
+    try:
+        a = date(year, start[1], start[0])
+        b = date(end[2], end[1], end[0])
+    except ValueError:
+        return None
+    if a > b and start[2] is None:
+        a = a.replace(year=year - 1)  # "from 19 December to 3 January 1945"
+    days = (b - a).days
+    return days * 86400.0 if days >= 0 else None
+
+
+def _day(g: tuple[str | None, ...]) -> tuple[int, int, int | None] | None:
+    d1, m1, m2, d2, y = g
+    day, mon = (d1, m1) if d1 else (d2, m2)
+    if not day or not mon:
+        return None
+    return int(day), _MONTHS.index(mon.casefold()) + 1, int(y) if y else None
