@@ -166,6 +166,29 @@ def _best_supports(supports: list[Support]) -> list[tuple[int, str]]:
     return picked
 
 
+# Sentences bound to the question within this much of the best one are quoted too (up to
+# _BOUND_MAX passages): near-ties are shown, not decided.
+_BOUND_MARGIN = 0.05
+_BOUND_MAX = 2
+
+
+def _bound_statements(question: str, evidence: list[Evidence]) -> list[tuple[int, str]]:
+    """When no value can be read off: the sentences that bind the question's names and
+    terms best, each read in its own scope (one per passage), rather than every sentence
+    that shares enough words with the question."""
+    found = statements(question, evidence)
+    if not found:
+        return []
+    top = found[0].bound
+    picked: list[tuple[int, str]] = []
+    for st in found:
+        if st.bound < top - _BOUND_MARGIN or len(picked) >= _BOUND_MAX:
+            break
+        if all(st.index != n for n, _ in picked):
+            picked.append((st.index, st.sentence))
+    return picked
+
+
 def salient_terms(question: str) -> list[str]:
     return [t for t in terms(question) if t not in QUESTION_WORDS]
 
@@ -222,7 +245,7 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
     else:
         # No value can be read off: say what was found, the most direct supporting
         # sentences (one per passage).
-        picked = _best_supports(supports)
+        picked = _bound_statements(question, evidence) or _best_supports(supports)
         picked = _with_chain(picked, evidence, supports, question)
         picked.sort()
     q_terms = set(terms(question))
