@@ -293,7 +293,11 @@ def _subjects(ask: str) -> list[str]:
     m = re.match(r"\s*\w+\s+(?:both\s+)?(.+?)\s+(?:and|than)\s+(.+)$", ask.rstrip(" ?"))
     if not m:
         return []
-    left = _trim(m.group(1))
+    # "Is X older than Y", "Is X numerically lower than Y": the comparative is not X's name
+    toks = m.group(1).split()
+    while len(toks) > 1 and (toks[-1] in _PHRASE_STOP or toks[-1].endswith("ly")):
+        toks.pop()
+    left = _trim(" ".join(toks))
     right = _leading_name(m.group(2), len(left.split()))
     return [left, right] if left and right else []
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from graph.lexicon import related
 from graph.measures import length_m, span_s
@@ -276,22 +277,57 @@ def choose(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
         return None
     if not shape.event or not shape.direction:
         return _choose_by_property(shape, question, evidence)
-    values = []
+    compared = _compare(shape, question, evidence)
+    if compared is None:
+        return None
+    pick, options, support = compared
+    return Found(options[pick], support)
+
+
+def _compare(
+    shape: QuestionShape, question: str, evidence: list[Evidence]
+) -> tuple[int, list[str], list[tuple[int, str]]] | None:
+    """(the option the comparison picks, the options, the passages that decide it): each
+    option's value of the compared attribute read from its own pages; a tie or a missing
+    value decides nothing."""
+    values: list[Any] = []
     support: list[tuple[int, str]] = []
     options = [_expand(opt, question, evidence) for opt in shape.options]
     for opt in options:
         pages, chain = _subject_pages(opt, shape, evidence)
         got = _value_of(shape, question, pages, evidence)
         if got is None:
+            # Software documentation dates an API by the release that added it.
+            got = _release_of(opt, evidence) if shape.event in {"start", "birth"} else None
+            chain = []
+        if got is None:
             return None
         values.append(got[0])
         for n in dict.fromkeys([*chain, got[1]]):
-            support.append((n, _sentence_with(evidence[n - 1].text)))
+            support.append(
+                (
+                    n,
+                    got[2]
+                    if len(got) > 2 and n == got[1]
+                    else _sentence_with(evidence[n - 1].text),
+                )
+            )
     a, b = values
-    if a == b:
-        return None
-    pick = 0 if (a < b) == (shape.direction == "min") else 1  # type: ignore[operator]
-    return Found(options[pick], list(dict.fromkeys(support)))
+    if type(a) is not type(b) or a == b:
+        return None  # a year against a release number compares nothing
+    pick = 0 if (a < b) == (shape.direction == "min") else 1
+    return pick, options, list(dict.fromkeys(support))
+
+
+def _release_of(option: str, evidence: list[Evidence]) -> tuple[tuple[int, ...], int, str] | None:
+    """(release as numbers, evidence n, the note) of the note that follows the option's
+    own name ("TaskGroup ... Added in version 3.11")."""
+    names = [option, option.rsplit(".", 1)[-1]] if "." in option else [option]
+    for n, e in enumerate(evidence, start=1):
+        note = _note_after(names, e.text)
+        if note is not None:
+            return tuple(int(x) for x in note.split(".")), n, _sentence_with(e.text, note)
+    return None
 
 
 def _choose_by_property(
@@ -351,6 +387,11 @@ def _lead_attribute(text: str, name: str, attribute: list[str]) -> set[str] | No
 
 
 def yes_no(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:
+    if len(shape.options) == 2 and shape.event and shape.direction and not shape.same:
+        # "Is X older than Y?": the comparison "which is older, X or Y?" decides, yes when
+        # it picks the first.
+        compared = _compare(shape, question, evidence)
+        return Found("yes" if compared[0] == 0 else "no", compared[2]) if compared else None
     if len(shape.options) != 2 or not shape.same:
         return None
     support: list[tuple[int, str]] = []
@@ -739,18 +780,26 @@ def _version_added(
             not names and title_terms & set(asked)
         ):
             continue
-        notes = [(m.start(), m.group(1) or m.group(2)) for m in VERSION_NOTE.finditer(text)]
-        if not notes:
-            continue
-        # The note that follows the subject's own mention (a section lists several APIs,
-        # each with its note after its description).
-        # The most specific name the passage writes ("itertools.pairwise" over "itertools").
-        found = [text.casefold().find(x.casefold()) for x in sorted(names, key=len, reverse=True)]
-        spot = next((p for p in found if p >= 0), 0)
-        after = [(pos, v) for pos, v in notes if pos >= spot]
-        pos, version = (after or notes)[0]
-        return Found(version, [(n, _sentence_with(text, version))])
+        version = _note_after(names, text, anywhere=True)
+        if version is not None:
+            return Found(version, [(n, _sentence_with(text, version))])
     return None
+
+
+def _note_after(names: list[str], text: str, anywhere: bool = False) -> str | None:
+    """The release note that follows the most specific of ``names`` the text writes ("a
+    section lists several APIs, each with its note after its description"); with
+    ``anywhere``, the first note when the text writes none of them."""
+    notes = [(m.start(), m.group(1) or m.group(2)) for m in VERSION_NOTE.finditer(text)]
+    if not notes:
+        return None
+    low = text.casefold()
+    found = [low.find(x.casefold()) for x in sorted(names, key=len, reverse=True)]
+    spot = next((p for p in found if p >= 0), None)
+    if spot is None:
+        return notes[0][1] if anywhere else None
+    after = [v for pos, v in notes if pos >= spot]
+    return after[0] if after else (notes[0][1] if anywhere else None)
 
 
 def _named_value(

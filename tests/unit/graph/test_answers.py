@@ -301,6 +301,22 @@ def test_choice_by_a_length_or_a_duration_in_one_unit() -> None:
     assert find_short_answer("Which incident lasted longer, INC-1 or INC-2?", incidents, []) is None
 
 
+def test_apis_compared_by_the_release_that_added_them() -> None:
+    api = [
+        ev("d:1", "Client API", "client.Batcher(size)\n\nCollects calls.\n\nNew in version 2.4."),
+        ev("d:2", "Client API", "client.fetch_all(urls)\n\nFetches.\n\nAdded in version 2.10."),
+    ]
+    older = find_short_answer("which is older, client.Batcher or client.fetch_all?", api, [])
+    assert older is not None and older.value == "client.Batcher"  # 2.4 before 2.10
+    assert "New in version 2.4." in dict(older.support)[1]
+    asked = find_short_answer("Is client.fetch_all older than client.Batcher?", api, [])
+    assert asked is not None and asked.value == "no"
+    newer = find_short_answer("is client.fetch_all newer than client.Batcher?", api, [])
+    assert newer is not None and newer.value == "yes"
+    api[1] = ev("d:2", "Client API", "client.fetch_all(urls)\n\nFetches.")
+    assert find_short_answer("Is client.fetch_all older than client.Batcher?", api, []) is None
+
+
 def test_same_attribute_compares_the_values_written_next_to_it() -> None:
     evidence = [
         ev("w:c", "carrier-sync", "carrier-sync polls SFTP. Owner: Carrier Integrations team"),
