@@ -290,30 +290,25 @@ def _compare(
     """(the option the comparison picks, the options, the passages that decide it): each
     option's value of the compared attribute read from its own pages; a tie or a missing
     value decides nothing."""
-    values: list[Any] = []
+    values: list[tuple[str, Any]] = []  # (what was read, its value)
     support: list[tuple[int, str]] = []
     options = [_expand(opt, question, evidence) for opt in shape.options]
     for opt in options:
         pages, chain = _subject_pages(opt, shape, evidence)
         got = _value_of(shape, question, pages, evidence)
-        if got is None:
-            # Software documentation dates an API by the release that added it.
-            got = _release_of(opt, evidence) if shape.event in {"start", "birth"} else None
-            chain = []
-        if got is None:
+        if got is not None:
+            values.append(("value", got[0]))
+            for n in dict.fromkeys([*chain, got[1]]):
+                support.append((n, _sentence_with(evidence[n - 1].text)))
+            continue
+        # Software documentation dates an API by the release that added it.
+        release = _release_of(opt, evidence) if shape.event in {"start", "birth"} else None
+        if release is None:
             return None
-        values.append(got[0])
-        for n in dict.fromkeys([*chain, got[1]]):
-            support.append(
-                (
-                    n,
-                    got[2]
-                    if len(got) > 2 and n == got[1]
-                    else _sentence_with(evidence[n - 1].text),
-                )
-            )
-    a, b = values
-    if type(a) is not type(b) or a == b:
+        values.append(("release", release[0]))
+        support.append((release[1], release[2]))
+    (kind_a, a), (kind_b, b) = values
+    if kind_a != kind_b or a == b:
         return None  # a year against a release number compares nothing
     pick = 0 if (a < b) == (shape.direction == "min") else 1
     return pick, options, list(dict.fromkeys(support))
