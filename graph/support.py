@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from graph.lexicon import prefetch, related
+from graph.question import analyse, options_terms
 from graph.text import STOPWORDS, instruction_like, key_terms, proper_phrases, sentences, terms
 from tools.evidence import Evidence
 from tools.titles import base_title, whole_word_spans
@@ -258,6 +259,15 @@ def assess_support(
         supports.sort(key=lambda x: (x.index, x.order))
     covered_keys = set().union(*(s.keys for s in supports)) if supports else set()
     missing_keys = [k for k in parts.keys if k not in covered_keys]
+    if supports and missing_keys:
+        # A choice names its options apart: each has its own pages, and the asked
+        # attribute may hold for one only ("Who was also an actor, X or Y?"). An option
+        # is met by a passage about it; the attribute, by the supports.
+        shape = analyse(question)
+        if shape.answer_type in {"option", "yesno"} and len(shape.options) == 2:
+            present = set().union(*contexts)
+            named = options_terms(shape.options)
+            missing_keys = [k for k in missing_keys if not (k in named and k in present)]
     supported = bool(supports) and not missing_keys
     if supported:
         return Verdict(True, [], supports)

@@ -448,3 +448,15 @@ def test_a_page_the_quoted_sentence_names_is_quoted_as_the_next_hop() -> None:
     team = ev("w:p", "Payments team", "The team runs payouts. Dana Okafor: team lead, Rotterdam.")
     answer = extractive_answer("Who leads the team that owns ledger-service?", [owner, team])
     assert answer.answerable and "Dana Okafor" in answer.text
+
+
+def test_a_choice_is_not_refused_when_only_one_option_carries_the_attribute() -> None:
+    pages = [
+        ev("w:a", "Mira Costa", "Mira Costa is a Chilean singer and actor."),
+        ev("w:b", "Tom Vale", "Tom Vale is a Welsh guitarist."),
+    ]
+    verdict = assess_support("Who was also an actor, Tom Vale or Mira Costa?", pages)
+    assert verdict.supported  # Tom Vale's page is about him, though it names no acting
+    # an option the evidence never speaks of is still missing
+    alone = assess_support("Who was also an actor, Ann Lee or Mira Costa?", pages[:1])
+    assert not alone.supported and "ann" in alone.missing
