@@ -25,7 +25,7 @@ from typing import Protocol, TypeVar
 from graph.lexicon import prefetch, related
 from graph.question import QuestionShape, analyse, ask_of
 from graph.support import chain_context, question_parts
-from graph.text import QUESTION_WORDS, instruction_like, sentences, stem, terms, words
+from graph.text import QUESTION_WORDS, acronyms, instruction_like, sentences, stem, terms, words
 from tools.evidence import Evidence
 
 # A label is one short line with no sentence or clause ending.
@@ -221,6 +221,28 @@ def _statements_of(block: str) -> list[str]:
     return out
 
 
+# "New in version 3.6: Added the fold argument.": a release note, and what it is about.
+_RELEASE_NOTE = re.compile(
+    r"^\W*(?:new|added|changed|deprecated|removed)\s+in\s+(?:version\s+)?\d+(?:\.\d+)*\W*(.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _notes_the_subject(
+    sentence: str, need: list[str], keys: list[str], reach: dict[str, float]
+) -> bool:
+    """A release note dates what it is about: the thing its clause names ("Added the fold
+    argument"), else - a bare "New in version 3.7." - the entry it closes, so the
+    question's names must stand in that entry, not pages away."""
+    m = _RELEASE_NOTE.match(sentence)
+    if m is None:
+        return True
+    about = m.group(1).strip()
+    if about:
+        return bool(_expand(set(terms(about))) & set(need))
+    return all(reach.get(k, 0.0) >= _NEAR[1] for k in keys)
+
+
 def _expand(ts: set[str]) -> set[str]:
     """Terms with the parts of identifiers: max_workers also says "max" and "worker"."""
     out = set(ts)
@@ -274,7 +296,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
             held = _count_keys(sent, parts.keys) or held
             if instruction_like(sent):
                 continue
-            own = _expand(set(terms(f"{label} {sent}")) | frame)
+            own = _expand(set(terms(f"{label} {sent}")) | frame) | acronyms(label) | acronyms(sent)
             # How near each term is: in the sentence, its label or its page's frame; in
             # its paragraph; in an earlier paragraph of its entry or a page a hop came from.
             reach = {t: _FAR for t in _expand(set(terms(" ".join(scope[2:])))) | chain}
@@ -285,6 +307,8 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
                 continue
             vals = values_in(sent, kind, question) if kind else ()
             if kind and not vals:
+                continue
+            if kind == "date" and not _notes_the_subject(sent, need, parts.keys, reach):
                 continue
             if not set(terms(sent)) - set(q_terms) and not vals:
                 continue  # says nothing the question does not

@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 
 from graph.lexicon import prefetch, related
 from graph.question import analyse, options_terms
-from graph.text import STOPWORDS, instruction_like, key_terms, proper_phrases, sentences, terms
+from graph.text import (
+    STOPWORDS,
+    acronyms,
+    instruction_like,
+    key_terms,
+    proper_phrases,
+    sentences,
+    terms,
+)
 from tools.evidence import Evidence
 from tools.titles import base_title, whole_word_spans
 
@@ -153,6 +161,7 @@ def chain_context(evidence: list[Evidence], question: str) -> tuple[list[set[str
         held = doc_terms.setdefault(e.doc_id, set())
         held.update(terms(f"{e.title} {e.text}"))
         held.update(terms(_heading(e)))
+        held.update(acronyms(e.text))
     parents: dict[str, set[str]] = {}
     first_round = {e.id: min((p.round for p in e.provenance), default=0) for e in evidence}
     for e in evidence:
@@ -226,7 +235,7 @@ def assess_support(
         for i, sent in enumerate(sentences(e.text)):
             if instruction_like(sent):
                 continue  # data that talks like an instruction never supports an answer
-            own = set(terms(sent))
+            own = set(terms(sent)) | acronyms(sent)
             if not (own - parts.all_terms):
                 continue  # says nothing the question does not: no candidate answer
             if not (own & about or frame & anchors):

@@ -103,6 +103,26 @@ def _proper_phrases(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def acronyms(text: str) -> frozenset[str]:
+    """The initials of the text's capitalised multi-word names, as a question abbreviates
+    them: "Chief Technology Officer" -> "cto", "Site Reliability Engineering" -> "sre"."""
+    return _acronyms(text)
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _acronyms(text: str) -> frozenset[str]:
+    out = set()
+    for phrase in _proper_phrases(text):
+        caps = [
+            w
+            for w in phrase.split()
+            if w[:1].isupper() and w[:1].isalpha() and w.casefold() not in STOPWORDS
+        ]
+        if 2 <= len(caps) <= 6:
+            out.add("".join(w[0] for w in caps).casefold())
+    return frozenset(out)
+
+
 def key_terms(question: str) -> list[str]:
     """The terms a grounded answer cannot do without: names, ids and numbers.
 

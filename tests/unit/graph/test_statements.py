@@ -14,6 +14,7 @@ from graph.statements import (
     value_kind,
     values_in,
 )
+from graph.text import acronyms
 from tools.evidence import Evidence
 from tools.testing import evidence
 
@@ -123,6 +124,24 @@ def test_a_release_note_under_another_entry_is_not_the_answer() -> None:
     assert answer.short_answer == "3.10"
 
 
+def test_a_release_note_about_something_else_or_paragraphs_away_dates_nothing() -> None:
+    # the note's clause names what it dates: the fold argument, not the module asked about
+    page = ev(
+        "tz",
+        "zones — time zones",
+        "zones.shift(dt)\n\nShifts a datetime.\n\nNew in version 3.6: Added the fold argument.",
+    )
+    answer = extractive_answer("when was zones added?", [page])
+    assert answer.short_answer is None and "3.6" not in answer.text
+    # a bare note closes the entry just above it; the asked name three paragraphs up is
+    # not that entry
+    text = "A Batcher groups calls into one.\n\nThe loop runs them in turn.\n\n"
+    far = ev("tasks", "asyncio tasks", text + "Errors are raised together.\n\nNew in version 2.7.")
+    assert extractive_answer("when did asyncio get Batcher?", [far]).short_answer is None
+    near = ev("tasks", "asyncio tasks", "A Batcher groups calls into one.\n\nNew in version 2.9.")
+    assert extractive_answer("when did asyncio get Batcher?", [near]).short_answer == "2.9"
+
+
 def test_a_count_is_read_with_the_counted_noun_and_a_newer_policy_wins() -> None:
     old = ev(
         "policy-v1", "On-call policy v1", "- SEV1 pages must be acknowledged within 30 minutes."
@@ -196,3 +215,15 @@ def test_a_value_question_without_a_stated_value_is_refused_naming_what_is_missi
     answer = extractive_answer("how often does sync-scheduler switch workers by default?", [stated])
     assert answer.answerable
     assert "5 milliseconds" in answer.text
+
+
+def test_an_acronym_in_the_question_meets_the_name_it_abbreviates() -> None:
+    assert "cto" in acronyms("- Chief Technology Officer: Sofia Marchetti")
+    assert acronyms("The Site Reliability Engineering group") == {"sre"}
+    page = ev(
+        "overview",
+        "Northwind company overview",
+        "Leadership\n\n- Chief Executive Officer: Ann Lee\n- Chief Technology Officer: Bo Chen",
+    )
+    answer = extractive_answer("Who is the CTO of Northwind?", [page])
+    assert answer.answerable and "Bo Chen" in answer.text and "Ann Lee" not in answer.text
