@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph.fields import field_answer
 from graph.lexicon import related
 from graph.measures import length_m, span_s
 from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
@@ -862,8 +863,13 @@ def wh_answer(
     if kind == "entity" and shape.kind and _IDENTIFIER.search(question):
         # Technical questions (they name a setting, symbol or ticket) get technical values.
         return _named_value(shape, question, evidence, supports)
-    # A person's name next to a relation word is too often another person of the same
-    # passage (a co-star, a predecessor): names are not read off without a reader model.
+    if kind in {"person", "entity"}:
+        # A labelled line states it: "Chief Technology Officer: Bo Chen".
+        field = field_answer(shape, question, evidence)
+        if field is not None:
+            return Found(field.value, [(field.n, field.line)])
+    # A person's name next to a relation word in running text is too often another person
+    # of the same passage (a co-star, a predecessor): not read off without a reader model.
     if kind not in {"date", "number", "duration", "place", "value"}:
         return None
     if kind == "value":

@@ -109,10 +109,15 @@ def superseded(supports: list[_S], evidence: list[Evidence]) -> list[_S]:
             ea, eb = evidence[a.index - 1], evidence[b.index - 1]
             if ea.doc_id == eb.doc_id or ea.timestamp == eb.timestamp:
                 continue
-            ta, tb = set(terms(a.sentence)), set(terms(b.sentence))
+            # compared without their numbers: a replacement differs exactly in its values
+            ta, tb = _wording(a.sentence), _wording(b.sentence)
             if ta and tb and len(ta & tb) / len(ta | tb) >= _SAME_STATEMENT:
                 drop.add(a.index if ea.timestamp < eb.timestamp else b.index)
     return [s for s in supports if s.index not in drop]
+
+
+def _wording(sentence: str) -> set[str]:
+    return {t for t in terms(sentence) if not any(c.isdigit() for c in t)}
 
 
 def asks_more_than_once(question: str) -> bool:

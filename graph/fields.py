@@ -1,0 +1,131 @@
+"""Answers written as a field: "Chief Technology Officer: Bo Chen", "Owner: Payments team",
+"**Marcus Hale**: team lead". Organisations keep facts as labelled lines (page headers,
+ticket fields, people lists); a line whose label is what the question asks, in the scope
+that binds the question's names, states the answer as its value. The reversed form - a
+name labelling its role - answers "who" when the role is what is asked.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from graph.question import QuestionShape
+from graph.statements import Statement, statements, superseded
+from graph.text import QUESTION_WORDS, STOPWORDS, acronyms, stem, terms, words
+from tools.evidence import Evidence
+
+_FIELD = re.compile(r"^[\s*_`]*([^:\n]{2,60}?)[\s*_`]*:\s+(.+?)\s*$")
+# A person's name: capitalised words, with the particles names carry ("Ana de la Cruz").
+_NAME = re.compile(
+    r"^[A-Z][\w'’-]+(?:\s+(?:(?:de|da|di|del|la|le|van|von|der|den|bin|al)\s+)*[A-Z][\w'’-]+)+$"
+)
+# An amount that opens a value: "€250 per week", "1.35% of the payout", "800 ms".
+_AMOUNT = re.compile(r"^[€$£¥]?\d[\d,.]*(?:\s?(?:%|ms|s|m|h|GB|MB|KB|k))?")
+_MAX_VALUE_WORDS = 6
+# A rival line bound almost as well that gives another value leaves the answer open.
+_CLOSE = 0.05
+
+
+@dataclass
+class FieldAnswer:
+    n: int  # evidence position, 1-based
+    line: str
+    value: str
+
+
+def field_answer(
+    shape: QuestionShape, question: str, evidence: list[Evidence]
+) -> FieldAnswer | None:
+    """The value of the best-bound field line whose label is what the question asks, when
+    it has the asked type and no nearly as well bound field line gives another."""
+    asked = _asked_terms(question)
+    if not asked:
+        return None
+    read: list[tuple[Statement, str]] = []
+    # The newer of two documents stating the same field (a policy and its replacement).
+    for st in superseded(statements(question, evidence), evidence):
+        # A ticket export writes several fields on one line: "Status: Done | Assignee: X".
+        for part in st.sentence.split(" | "):
+            value = _value(part, asked, shape)
+            if value is not None:
+                read.append((st, value))
+                break
+    if not read:
+        return None
+    best, value = read[0]
+    for st, other in read[1:]:
+        if st.bound < best.bound - _CLOSE:
+            break
+        if other.casefold() != value.casefold():
+            return None
+    return FieldAnswer(best.index, best.sentence, value)
+
+
+def _asked_terms(question: str) -> set[str]:
+    return {t for t in terms(question) if t not in QUESTION_WORDS}
+
+
+def _value(line: str, asked: set[str], shape: QuestionShape) -> str | None:
+    m = _FIELD.match(line.strip())
+    if m is None:
+        return None
+    label, value = m.group(1).strip(), _clean(m.group(2))
+    label_terms = set(terms(label)) - {stem(w) for w in STOPWORDS}
+    if label_terms and (all(_meets(t, asked) for t in label_terms) or acronyms(label) & asked):
+        return _answer(value, shape)
+    # "Marcus Hale: team lead": the name labels the role the question asks about
+    role = set(terms(value))
+    if shape.answer_type == "person" and _NAME.match(label) and role & asked - _kinds(shape):
+        return label
+    return None
+
+
+def _meets(term: str, asked: set[str]) -> bool:
+    """ "assignee" is what "assigned" asks: two forms of one word share all but their
+    last letters."""
+    return term in asked or any(
+        _common_prefix(a, term) >= max(5, min(len(a), len(term)) - 2) for a in asked
+    )
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _kinds(shape: QuestionShape) -> set[str]:
+    return {stem(k) for k in shape.kind}
+
+
+def _clean(value: str) -> str:
+    value = re.sub(r"\s*\([^)]*\)\s*$", "", value)  # "(#team-carriers)", "(all engineering...)"
+    value = re.split(r"[,;]\s", value)[0]
+    return value.strip(" *_`.")
+
+
+def _typed(value: str, shape: QuestionShape) -> bool:
+    toks = words(value)
+    if not toks or len(toks) > _MAX_VALUE_WORDS:
+        return False
+    if shape.answer_type == "person":
+        return bool(_NAME.match(value)) and not any(c.isdigit() for c in value)
+    if shape.answer_type == "entity" and shape.kind:
+        # "which team": a value that names one ("Carrier Integrations team")
+        return stem(shape.kind[-1]) in {stem(t) for t in toks}
+    return False
+
+
+def _answer(value: str, shape: QuestionShape) -> str | None:
+    """The asked part of a field's value: all of it when it has the asked type, the amount
+    that opens it for "what is the weekly stipend" ("€250 per week ..." -> "€250")."""
+    if _typed(value, shape):
+        return value
+    amount = _AMOUNT.match(value)
+    if shape.answer_type == "entity" and amount:
+        return amount.group(0)
+    return None

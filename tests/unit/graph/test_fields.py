@@ -1,0 +1,66 @@
+"""Answers read off labelled lines: a field whose label is what the question asks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from graph.extractive import extractive_answer
+from tools.evidence import Evidence
+from tools.testing import evidence
+
+
+def ev(doc: str, title: str, text: str, year: int = 2026) -> Evidence:
+    return evidence(doc, text).model_copy(
+        update={"title": title, "timestamp": datetime(year, 1, 1, tzinfo=UTC)}
+    )
+
+
+def test_a_field_whose_label_the_question_abbreviates() -> None:
+    page = ev(
+        "overview",
+        "Northwind company overview",
+        "Leadership\n\n- Chief Executive Officer: Ann Lee\n- Chief Technology Officer: Bo Chen",
+    )
+    answer = extractive_answer("Who is the CTO of Northwind?", [page])
+    assert answer.short_answer == "Bo Chen"
+    assert answer.text.endswith("[1]") and "Ann Lee" not in answer.text
+
+
+def test_one_field_of_a_ticket_line_and_a_name_labelling_its_role() -> None:
+    ticket = ev(
+        "OPS-9",
+        "OPS-9: rotate the relay certificate",
+        "OPS-9: rotate the relay certificate\n\n"
+        "Status: In Progress | Priority: High | Assignee: Rui Sousa | Reporter: Ann Lee",
+    )
+    assert extractive_answer("Who is assigned OPS-9?", [ticket]).short_answer == "Rui Sousa"
+    team = ev(
+        "platform",
+        "Platform team",
+        "People\n\n- **Marcus Hale**: team lead, Rotterdam\n- Nora Lind: site reliability engineer",
+    )
+    lead = extractive_answer("Who is the team lead of the Platform team?", [team])
+    assert lead.short_answer == "Marcus Hale"
+
+
+def test_the_newer_document_wins_and_an_open_rival_decides_nothing() -> None:
+    old = ev(
+        "policy-v1", "On-call policy", "Compensation\n\n- On-call stipend: €150 per week.", 2024
+    )
+    new = ev(
+        "policy-v2", "On-call policy", "Compensation\n\n- On-call stipend: €250 per week.", 2025
+    )
+    got = extractive_answer("What is the weekly on-call stipend?", [old, new])
+    assert got.short_answer == "€250"
+    # two pages of one date that disagree: no value is stated as the answer
+    rival = ev(
+        "policy-v3", "On-call policy", "Compensation\n\n- On-call stipend: €300 per week.", 2025
+    )
+    assert (
+        extractive_answer("What is the weekly on-call stipend?", [new, rival]).short_answer is None
+    )
+
+
+def test_a_field_value_of_another_type_is_not_the_answer() -> None:
+    ticket = ev("OPS-9", "OPS-9", "OPS-9\n\nStatus: In Progress | Assignee: unassigned")
+    assert extractive_answer("Who is assigned OPS-9?", [ticket]).short_answer is None
