@@ -20,7 +20,7 @@ from graph.statements import (
     value_kind,
 )
 from graph.support import Support, assess_support
-from graph.text import QUESTION_WORDS, instruction_like, sentences, terms
+from graph.text import QUESTION_WORDS, acronyms, instruction_like, sentences, terms
 from tools.evidence import Evidence
 from tools.titles import base_title
 
@@ -54,7 +54,7 @@ def quote(sentence: str, q_terms: set[str], value: str | None = None) -> str:
     body = [ln for ln in body if set(terms(ln)) - q_terms] or lines
 
     def score(ln: str) -> tuple[int, int, int]:
-        own = set(terms(ln))
+        own = set(terms(ln)) | acronyms(ln)
         return (len(q_terms & own), len(own - q_terms) > 0, -lines.index(ln))
 
     return max(body, key=score)
