@@ -82,10 +82,12 @@ def _value(line: str, asked: set[str], shape: QuestionShape) -> str | None:
 
 
 def _meets(term: str, asked: set[str]) -> bool:
-    """ "assignee" is what "assigned" asks: two forms of one word share all but their
-    last letters."""
+    """ "assignee" is what "assigned" asks, "owning" what "owns" asks: two forms of one
+    word share all but their last letters."""
     return term in asked or any(
-        _common_prefix(a, term) >= max(5, min(len(a), len(term)) - 2) for a in asked
+        _common_prefix(a, term)
+        >= max(3 if min(len(a), len(term)) <= 4 else 5, min(len(a), len(term)) - 2)
+        for a in asked
     )
 
 

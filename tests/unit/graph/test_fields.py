@@ -64,3 +64,14 @@ def test_the_newer_document_wins_and_an_open_rival_decides_nothing() -> None:
 def test_a_field_value_of_another_type_is_not_the_answer() -> None:
     ticket = ev("OPS-9", "OPS-9", "OPS-9\n\nStatus: In Progress | Assignee: unassigned")
     assert extractive_answer("Who is assigned OPS-9?", [ticket]).short_answer is None
+
+
+def test_which_kind_reads_the_kind_noun_only_and_a_field_naming_one() -> None:
+    page = ev(
+        "svc",
+        "ledger-service",
+        "ledger-service\n\n## Ownership\n\n- Owning team: **Payments team**\n- Tier: 1",
+    )
+    # "owns" governs the service's name: it is the verb, not part of the kind asked for
+    got = extractive_answer("Which team owns ledger-service?", [page])
+    assert got.short_answer == "Payments team"
