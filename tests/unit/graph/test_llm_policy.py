@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -67,15 +68,28 @@ def _store() -> MemoryStore:
     )
 
 
+_OPEN: list[Researcher] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_researchers() -> AsyncIterator[None]:
+    # A researcher holds a SQLite saver on a worker thread: closed while the loop runs.
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
+
+
 def _researcher(tmp_path: Path, client: FakeOpenAI) -> Researcher:
     settings = GraphSettings(policy="llm")
-    return Researcher(
+    r = Researcher(
         _store(),
         settings,
         checkpointer_path=tmp_path / "runs.sqlite",
         policy=LLMPolicy(settings, client=client),
         search_fn=memory_search,
     )
+    _OPEN.append(r)
+    return r
 
 
 PLAN = _reply(
