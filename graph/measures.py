@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
-from graph.text import sentences
+from graph.text import NUMBER_WORDS, sentences
 
 _LENGTH_UNITS = {
     "mm": 0.001,
@@ -48,14 +48,8 @@ _LENGTH = re.compile(
 # "lasted 45 minutes", "ran for 6 years", "Duration: 5 hours 20 minutes": a span written
 # out after a word that introduces one; consecutive parts add up.
 _SPAN_CUE = r"(?:last(?:ed|ing|s)?|ran|run|running|took|spann(?:ed|ing)|for|over|of|duration:?)"
-_WORD_NUMBERS = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
-    )
-}
 _AMOUNT = (
-    rf"(\d+(?:\.\d+)?|{'|'.join(_WORD_NUMBERS)})[\s-]"
+    rf"(\d+(?:\.\d+)?|{'|'.join(NUMBER_WORDS)})[\s-]"
     r"(second|minute|hour|day|week|month|year|decade)s?\b"
 )
 _DURATION = re.compile(
@@ -94,7 +88,7 @@ def span_s(text: str) -> float | None:
         total = 0.0
         for part in _PART.finditer(m.group(1)):
             n = part.group(1).casefold()
-            value = float(_WORD_NUMBERS[n]) if n in _WORD_NUMBERS else float(n)
+            value = float(NUMBER_WORDS[n]) if n in NUMBER_WORDS else float(n)
             total += value * _TIME_UNITS[part.group(2).casefold()]
         return total
     r = _RANGE.search(text)

@@ -33,7 +33,7 @@ from graph.statements import (
     value_kind,
 )
 from graph.support import Support, chain_context
-from graph.text import STOPWORDS, key_terms, sentences, stem, terms, words
+from graph.text import NUMBER_WORDS, STOPWORDS, key_terms, sentences, stem, terms, words
 from tools.evidence import Evidence
 from tools.titles import base_title, whole_word_spans
 
@@ -52,12 +52,6 @@ _DATE = re.compile(
     rf"|(?P<m3>{_MON})\s+(?P<y3>\d{{4}})"
     rf"|(?P<y4>(?:1[0-9]|20)\d{{2}}))\b"
 )
-_NUMBER_WORDS = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
-    )
-}
 
 
 @dataclass
@@ -150,8 +144,8 @@ def _quantity(text: str, nouns: set[str]) -> float | None:
 
 def _number(tok: str) -> float | None:
     tok = tok.casefold().strip(",.")
-    if tok in _NUMBER_WORDS:
-        return float(_NUMBER_WORDS[tok])
+    if tok in NUMBER_WORDS:
+        return float(NUMBER_WORDS[tok])
     try:
         return float(tok.replace(",", ""))
     except ValueError:
@@ -633,7 +627,7 @@ def _typed_after(kind: str, toks: list[str], start: int, own: set[str]) -> list[
                     out.append((i, f"{bare} {unit}"))
             elif not _DATE.fullmatch(bare):
                 out.append((i, bare))
-        elif kind == "number" and bare.casefold() in _NUMBER_WORDS:
+        elif kind == "number" and bare.casefold() in NUMBER_WORDS:
             out.append((i, bare))
         elif kind == "value" and ("`" in t or "_" in bare):
             out.append((i, bare.strip("`")))
@@ -901,7 +895,7 @@ def wh_answer(
                         continue
                     for j in range(i - 1, max(-1, i - 4), -1):
                         v = toks[j].strip(",.;:()`")
-                        if _NUM.match(v) or v.casefold() in _NUMBER_WORDS:
+                        if _NUM.match(v) or v.casefold() in NUMBER_WORDS:
                             found[v] = min(found.get(v, i - j), i - j)
                             break
             if found:

@@ -25,7 +25,16 @@ from typing import Protocol, TypeVar
 from graph.lexicon import prefetch, related
 from graph.question import QuestionShape, analyse, ask_of
 from graph.support import chain_context, question_parts
-from graph.text import QUESTION_WORDS, acronyms, instruction_like, sentences, stem, terms, words
+from graph.text import (
+    NUMBER_WORDS,
+    QUESTION_WORDS,
+    acronyms,
+    instruction_like,
+    sentences,
+    stem,
+    terms,
+    words,
+)
 from tools.evidence import Evidence
 
 # A label is one short line with no sentence or clause ending.
@@ -43,10 +52,6 @@ _FAR = 0.6
 _PARAPHRASE_CANDIDATES = 40
 
 # Multipliers ("million", "dozen") count only after a number: "$47 billion" is not "billion".
-_NUMBER_WORDS = frozenset(
-    """zero one two three four five six seven eight nine ten eleven twelve fifteen twenty
-    thirty forty fifty sixty hundred""".split()
-)
 _TIME_UNITS = frozenset(
     "ms millisecond second sec minute min hour day week month year decade century".split()
 )
@@ -158,7 +163,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             continue
         prev = toks[i - 1].casefold() if i else ""
         after = toks[i + 1].casefold() if i + 1 < len(toks) else ""
-        is_num = bool(_NUM.match(tok)) or low in _NUMBER_WORDS
+        is_num = bool(_NUM.match(tok)) or low in NUMBER_WORDS
         if kind == "date":
             if _YEAR.match(tok) or _RELEASE.match(tok):
                 out.append(tok)

@@ -36,6 +36,19 @@ _WORD_CACHE = 1 << 16
 _PATTERN_CACHE = 4096  # compiled patterns are bigger than words: fewer kept
 
 
+# Numbers written as words, with their values ("five seconds", "a three-day strike").
+NUMBER_WORDS = {
+    **{
+        w: i
+        for i, w in enumerate(
+            "zero one two three four five six seven eight nine ten eleven twelve".split()
+        )
+    },
+    **{"fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60},
+    "hundred": 100,
+}
+
+
 def words(text: str) -> list[str]:
     return list(_words(text))
 
