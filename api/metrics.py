@@ -139,26 +139,20 @@ class TaskQueueCollector(Collector):
         self.tasks = tasks
 
     def collect(self) -> Any:
-        rows = self.tasks._all(
-            "SELECT status, COUNT(*) AS n, MIN(created_at) AS oldest FROM tasks"
-            " WHERE status IN ('queued', 'running') GROUP BY status"
-        )
-        by_status = {row["status"]: row for row in rows}
+        stats = self.tasks.queue_stats()
         depth = GaugeMetricFamily(
             "waypoint_tasks",
             "Tasks queued or running (all processes of the store)",
             labels=["status"],
         )
         for status in ("queued", "running"):
-            row = by_status.get(status)
-            depth.add_metric([status], int(row["n"]) if row else 0)
+            depth.add_metric([status], stats.get(status, (0, None))[0])
         yield depth
-        queued = by_status.get("queued")
-        oldest = queued["oldest"] if queued else None
+        oldest = stats.get("queued", (0, None))[1]
         yield GaugeMetricFamily(
             "waypoint_task_queue_age_seconds",
             "Age of the oldest queued task (0 when none waits)",
-            value=max(0.0, time.time() - float(oldest)) if oldest is not None else 0.0,
+            value=max(0.0, time.time() - oldest) if oldest is not None else 0.0,
         )
 
 

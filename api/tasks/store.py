@@ -357,6 +357,18 @@ class TaskStore(ABC):
             (key_id,),
         )
 
+    def queue_stats(self) -> dict[str, tuple[int, float | None]]:
+        """Tasks queued and running, all processes of the store: status -> (count, creation
+        time of the oldest)."""
+        rows = self._all(
+            "SELECT status, COUNT(*) AS n, MIN(created_at) AS oldest FROM tasks"
+            " WHERE status IN ('queued', 'running') GROUP BY status"
+        )
+        return {
+            row["status"]: (int(row["n"]), None if row["oldest"] is None else float(row["oldest"]))
+            for row in rows
+        }
+
     def get_task(self, task_id: str, user: str | None = None) -> Task | None:
         row = self.task_row(task_id)
         if row is None or (user is not None and row["user"] != user):

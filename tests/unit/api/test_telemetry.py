@@ -30,11 +30,11 @@ from prometheus_client import REGISTRY
 from api.app import assemble, create_app
 from api.auth import KeyRing
 from api.logging import ContextFilter, JsonFormatter
-from api.metrics import CountedSourceSync, CountedWebhookSender
+from api.metrics import CountedSourceSync, CountedWebhookSender, render_metrics
 from api.schemas import WebhookDelivery
 from api.settings import ApiSettings
 from api.sources import SourceConfig, SourceSync
-from api.tasks.store import TaskStore
+from api.tasks.store import SqliteTaskStore, TaskStore
 from graph.policies.llm import LLMPolicy
 from graph.runner import Researcher
 from graph.settings import GraphSettings
@@ -369,3 +369,16 @@ def test_source_syncs_count_their_passages_and_time(
     assert summary["records_indexed"] == 5
     after = sample("waypoint_ingest_passages_total"), sample("waypoint_ingest_seconds_total")
     assert (after[0] - before[0], after[1] - before[1]) == (5, 0.5)
+
+
+def test_queue_stats_count_waiting_work_and_date_the_oldest(tmp_path: Path) -> None:
+    store = SqliteTaskStore(tmp_path / "tasks.sqlite")
+    assert store.queue_stats() == {}
+    first = store.create_task("ana", "k", {"question": "q"}, None)
+    store.create_task("ana", "k", {"question": "q2"}, None)
+    stats = store.queue_stats()
+    count, oldest = stats["queued"]
+    assert count == 2 and oldest == pytest.approx(first.created_at.timestamp(), abs=1e-3)
+    text = render_metrics(store).decode()
+    assert 'waypoint_tasks{status="queued"} 2.0' in text
+    assert "waypoint_task_queue_age_seconds 0.0" not in text
