@@ -118,3 +118,43 @@ def _day(g: tuple[str | None, ...]) -> tuple[int, int, int | None] | None:
     if not day or not mon:
         return None
     return int(day), _MONTHS.index(mon.casefold()) + 1, int(y) if y else None
+
+
+# How many a group has, as language writes it: "a rock duo", "a four-piece band",
+# "a three-person team", "consisting of three members"; or a people list under its heading.
+_GROUP_WORDS = {"duo": 2, "pair": 2, "trio": 3, "quartet": 4, "quintet": 5, "sextet": 6}
+_GROUP = re.compile(
+    r"\b(?:(duo|trio|quartet|quintet|sextet)"
+    rf"|(\d+|{'|'.join(NUMBER_WORDS)})[\s-](?:piece|person|member|man|woman)s?\b(?!\s+of))",
+    re.IGNORECASE,
+)
+_PEOPLE_HEADING = re.compile(
+    r"^\s*(?:#{1,6}\s*)?(?:people|members|team members|line-?up|staff)\s*:?\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+\S")
+
+
+def group_size(text: str) -> int | None:
+    """The size a page gives its group: a group word or "N-piece" in its opening, else the
+    number of items listed under a "People"/"Members" heading."""
+    lead = " ".join(sentences(text)[:2])
+    m = _GROUP.search(lead)
+    if m:
+        if m.group(1):
+            return _GROUP_WORDS[m.group(1).casefold()]
+        n = m.group(2).casefold()
+        return NUMBER_WORDS[n] if n in NUMBER_WORDS else int(n)
+    heading = _PEOPLE_HEADING.search(text)
+    if heading is None:
+        return None
+    count = 0
+    for line in text[heading.end() :].splitlines():
+        if not line.strip():
+            if count:
+                break
+            continue
+        if not _ITEM.match(line):
+            break
+        count += 1
+    return count or None

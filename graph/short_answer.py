@@ -20,7 +20,7 @@ from typing import Any
 
 from graph.fields import field_answer
 from graph.lexicon import related
-from graph.measures import length_m, span_s
+from graph.measures import group_size, length_m, span_s
 from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
 from graph.statements import (
     ARRIVAL,
@@ -130,8 +130,12 @@ def _lifespan(text: str) -> float | None:
     return (died.year - born.year) * 12 + (died.month - born.month)
 
 
+_MEMBERS = frozenset({"member", "people", "person", "musician", "player"})
+
+
 def _quantity(text: str, nouns: set[str]) -> float | None:
-    """A count stated next to the question's noun ("five members", "250 species")."""
+    """A count stated next to the question's noun ("five members", "250 species"); for
+    members, also the size the page gives its group ("a rock duo", a people list)."""
     toks = re.findall(r"[\w,.]+", text)
     for i, tok in enumerate(toks):
         if stem(tok.casefold().strip(",.")) in nouns:
@@ -139,6 +143,9 @@ def _quantity(text: str, nouns: set[str]) -> float | None:
                 v = _number(toks[j])
                 if v is not None:
                     return v
+    if nouns & _MEMBERS:
+        size = group_size(text)
+        return float(size) if size is not None else None
     return None
 
 

@@ -460,3 +460,19 @@ def test_a_choice_is_not_refused_when_only_one_option_carries_the_attribute() ->
     # an option the evidence never speaks of is still missing
     alone = assess_support("Who was also an actor, Ann Lee or Mira Costa?", pages[:1])
     assert not alone.supported and "ann" in alone.missing
+
+
+def test_which_group_has_more_members_by_group_words_or_people_lists() -> None:
+    teams = [
+        ev("t:a", "Data team", "# Data team\n\n## People\n\n- Kenji Mori: lead\n- Clara Nguyen"),
+        ev("t:b", "Security team", "# Security team\n\n## People\n\n- Ines: lead\n- Bo\n- Al"),
+    ]
+    q = "Which team has more members, the Data team or the Security team?"
+    got = find_short_answer(q, teams, [])
+    assert got is not None and got.value == "the Security team"  # the option as asked
+    bands = [
+        ev("b:a", "Lanterns", "Lanterns are an English rock duo formed in Leeds."),
+        ev("b:b", "Tide Pool", "Tide Pool are a four-piece band from Cork."),
+    ]
+    got = find_short_answer("Which band has more members, Lanterns or Tide Pool?", bands, [])
+    assert got is not None and got.value == "Tide Pool"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from graph.measures import length_m, span_s
+from graph.measures import group_size, length_m, span_s
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,21 @@ def test_length_is_read_with_its_unit(text: str, metres: float | None) -> None:
 def test_span_is_read_written_out_or_from_a_dated_range(text: str, hours: float | None) -> None:
     got = span_s(text)
     assert got == pytest.approx(hours * 3600) if hours is not None else got is None
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("Lanterns are an English rock duo formed in Leeds.", 2),
+        ("Tide Pool are a four-piece band from Cork.", 4),
+        ("The Owls are a three-person folk group.", 3),
+        (
+            "# Data team\n\nRuns the lakehouse.\n\n## People\n\n- Kenji: lead\n- Clara\n\n"
+            "## Services\n\n- x",
+            2,
+        ),
+        ("The Owls are a folk group from Cork.", None),
+    ],
+)
+def test_group_size_from_a_group_word_or_a_people_list(text: str, size: int | None) -> None:
+    assert group_size(text) == size
