@@ -460,11 +460,13 @@ def _own_name(option: str, evidence: list[Evidence]) -> str:
         return option
     toks = option.split()
     for cut in range(len(toks) - 1, 0, -1):
-        head = " ".join(toks[:cut])
+        head = " ".join(toks[:cut]).strip(_QUOTES)  # 'Vibe" magazines' -> Vibe
         if head.casefold() in titles:
             return head
     return option
 
+
+_QUOTES = "\"'“”‘’"
 
 # A relation ("based in Massachusetts", "located in England"), not a class: a page that
 # does not repeat the place may still be in it.

@@ -275,6 +275,13 @@ def test_both_with_the_class_after_the_second_name() -> None:
     settled = find_short_answer("Are both Ana Ruiz and Ben Holt Portuguese designers?", people, [])
     assert settled is not None and settled.value == "no"
     assert [n for n, _ in settled.support] == [2]
+    # a quoted name is the page's name, the words after the quote its class
+    mags = [
+        ev("m:a", "Cooking Light", "Cooking Light is an American monthly food magazine."),
+        ev("m:b", "Vibe", "Vibe is an American music and entertainment magazine."),
+    ]
+    both = find_short_answer('Are both "Cooking Light" and "Vibe" magazines?', mags, [])
+    assert both is not None and both.value == "yes"
     # a place is a relation, not a class: a page need not repeat the country of its city
     assert (
         find_short_answer("Are both Ana Ruiz and Ben Holt based in Portugal?", people, []) is None
