@@ -158,3 +158,36 @@ def group_size(text: str) -> int | None:
             break
         count += 1
     return count or None
+
+
+# How often, per year: "a biweekly magazine", "published twice monthly", "runs nightly".
+_PER_YEAR = (
+    (r"hourly", 8760.0),
+    (r"(?:daily|nightly|every day|each day)", 365.0),
+    (r"(?:twice|two times) (?:a |per )?week", 104.0),
+    (r"(?:weekly|every week|each week|once a week)", 52.0),
+    (r"(?:bi-?weekly|fortnightly|every (?:two|2) weeks)", 26.0),
+    (r"(?:semi-?monthly|twice (?:a |per )?month(?:ly)?)", 24.0),
+    (r"(?:monthly|every month|each month|once a month)", 12.0),
+    (r"(?:bi-?monthly|every (?:two|2) months)", 6.0),
+    (r"(?:quarterly|every (?:three|3) months)", 4.0),
+    (r"(?:semi-?annual(?:ly)?|biannual(?:ly)?|twice (?:a|per) year)", 2.0),
+    (r"(?:annual(?:ly)?|yearly|every year|once a year)", 1.0),
+)
+_FREQUENCY = re.compile(
+    "|".join(rf"(?P<f{i}>\b{p}\b)" for i, (p, _) in enumerate(_PER_YEAR)), re.IGNORECASE
+)
+
+
+def per_year(text: str) -> float | None:
+    """How many times a year the page says its subject happens (is published, runs): the
+    first frequency it writes."""
+    for m in _FREQUENCY.finditer(text):
+        before = text[: m.start()].rstrip()
+        if m.group(0)[0].isupper() and before and before[-1] not in ".!?\n":
+            continue  # part of a name: "Weekly Shōnen Jump"
+        if re.search(r"\bfrom(?:\s+an?)?$", before, re.IGNORECASE):
+            continue  # "changed from a weekly to a monthly": what it was, not what it is
+        i = int(next(k for k, v in m.groupdict().items() if v)[1:])
+        return _PER_YEAR[i][1]
+    return None

@@ -77,7 +77,8 @@ _DURING = frozenset("last lasted lasts lasting career reign reigned tenure ran r
 class QuestionShape:
     answer_type: AnswerType
     options: list[str] = field(default_factory=list)  # for a choice or a yes/no comparison
-    # "birth", "death", "start", "lifespan", "quantity", "measure" (a length), "span" (time)
+    # "birth", "death", "start", "lifespan", "quantity", "measure" (a length), "span" (time),
+    # "frequency" (times a year)
     event: str | None = None
     direction: Direction | None = None
     kind: list[str] = field(default_factory=list)  # "which film" -> ["film"]
@@ -184,6 +185,8 @@ def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:
         if have & cues and direction:
             # "older" asks for the earlier birth; "younger" for the later one.
             return event, direction
+    if have & {"often", "frequently", "frequent"} and have & (_MORE | _LESS):
+        return "frequency", "max" if have & _MORE else "min"
     if have & _DIMENSION and have & _DURING:
         return "span", "max" if have & (_LONGER | _MORE) else "min"
     if have & _DIMENSION and not have & {"more", "most", "less", "fewer"}:

@@ -20,7 +20,7 @@ from typing import Any
 
 from graph.fields import field_answer
 from graph.lexicon import related
-from graph.measures import group_size, length_m, span_s
+from graph.measures import group_size, length_m, per_year, span_s
 from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
 from graph.statements import (
     ARRIVAL,
@@ -242,8 +242,9 @@ def _value_of(
             q = _quantity(text, nouns) if nouns else None
             if q is not None:
                 return q, n
-        elif shape.event in {"measure", "span"}:
-            size = length_m(text) if shape.event == "measure" else span_s(text)
+        elif shape.event in {"measure", "span", "frequency"}:
+            read = {"measure": length_m, "span": span_s, "frequency": per_year}[shape.event]
+            size = read(text)
             if size is not None:
                 return size, n
         elif shape.event:

@@ -483,3 +483,14 @@ def test_which_group_has_more_members_by_group_words_or_people_lists() -> None:
     ]
     got = find_short_answer("Which band has more members, Lanterns or Tide Pool?", bands, [])
     assert got is not None and got.value == "Tide Pool"
+
+
+def test_which_is_published_more_often() -> None:
+    mags = [
+        ev("m:a", "Pulse", "Pulse is an American biweekly magazine."),
+        ev("m:b", "Field Notes", "Field Notes is a quarterly journal of botany."),
+    ]
+    got = find_short_answer("Which is published more often, Field Notes or Pulse?", mags, [])
+    assert got is not None and got.value == "Pulse"
+    less = find_short_answer("Which is published less often, Field Notes or Pulse?", mags, [])
+    assert less is not None and less.value == "Field Notes"

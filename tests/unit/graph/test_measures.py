@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from graph.measures import group_size, length_m, span_s
+from graph.measures import group_size, length_m, per_year, span_s
 
 
 @pytest.mark.parametrize(
@@ -54,3 +54,19 @@ def test_span_is_read_written_out_or_from_a_dated_range(text: str, hours: float 
 )
 def test_group_size_from_a_group_word_or_a_people_list(text: str, size: int | None) -> None:
     assert group_size(text) == size
+
+
+@pytest.mark.parametrize(
+    ("text", "times"),
+    [
+        ("Pulse is an American biweekly magazine.", 26.0),
+        ("Field Notes is a bi-monthly magazine.", 6.0),
+        ("The digest is published twice monthly.", 24.0),
+        ("The export job runs nightly.", 365.0),
+        # a frequency in another title's name, then what it changed from: neither
+        ('Based on "Weekly Pulse", it changed from a weekly to a monthly issue.', 12.0),
+        ("Pulse is a magazine.", None),
+    ],
+)
+def test_how_often_per_year(text: str, times: float | None) -> None:
+    assert per_year(text) == times
