@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,11 @@ async def test_a_damaged_home_stops_the_lifespan_before_any_store_opens(
 
 def test_the_holder_file_names_a_live_process_only(tmp_path: Path) -> None:
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    # Until the child has exec'd, /proc shows no command line yet (a loaded machine).
+    deadline = time.monotonic() + 10
+    while b"sleep" not in Path(f"/proc/{other.pid}/cmdline").read_bytes():
+        assert time.monotonic() < deadline, "the child process did not start"
+        time.sleep(0.01)
     try:
         (tmp_path / HOLDER_FILE).write_text(json.dumps({"pid": other.pid, "command": "serve"}))
         assert holder(tmp_path) == (other.pid, "serve")
