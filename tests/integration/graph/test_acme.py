@@ -76,7 +76,8 @@ async def test_comparison_and_bridge_questions_get_short_answers_and_none_is_wro
 ) -> None:
     researcher, questions = acme
     rows = [q for q in questions if q.type in ("bridge", "comparison")]
-    right, wrong = [], []
+    right: list[tuple[str, str]] = []
+    wrong: list[tuple[str, str]] = []
     for q in rows:
         short = (await _run(researcher, q)).short_answer
         if short is None:
