@@ -146,7 +146,21 @@ def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
         return "date"
     if toks & _DEFAULT_WORDS:
         return "literal"
+    if _asks_a_bound(question):
+        return "number"
     return None
+
+
+# "what's the maximum size", "the most worker processes ... can have": a bound is a number.
+_BOUND_WORDS = re.compile(
+    r"\b(?:maximum|minimum|max|min|upper limit|lower limit)\b"
+    r"|\bthe (?:most|fewest|least)\s+(?:\w+\s+){0,2}\w+(?<!ss)(?<!ous)s\b",
+    re.IGNORECASE,
+)
+
+
+def _asks_a_bound(question: str) -> bool:
+    return bool(_BOUND_WORDS.search(ask_of(question)))
 
 
 def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:

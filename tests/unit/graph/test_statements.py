@@ -76,6 +76,10 @@ def test_a_neighbouring_settings_value_is_not_stated_for_another() -> None:
         ("what is the default for dirs_exist_ok?", "literal"),
         ("who leads the payments team?", None),
         ("is the ledger older than the gateway?", None),
+        # a bound asked for is a number; "the most popular" is not a bound
+        ("what is the maximum size of a webhook body?", "number"),
+        ("what's the most worker processes a pool can have?", "number"),
+        ("what is the most popular client library?", None),
     ],
 )
 def test_value_kind(question: str, kind: str | None) -> None:
