@@ -3,6 +3,10 @@
 ticket fields, people lists); a line whose label is what the question asks, in the scope
 that binds the question's names, states the answer as its value. The reversed form - a
 name labelling its role - answers "who" when the role is what is asked.
+
+Running text names a thing of a kind by apposition: "the carrier Baltic Freightways
+rotated ...", "the service relay-gateway". A "which carrier" question is answered by the
+name standing right after its kind noun in the sentence that binds the question best.
 """
 
 from __future__ import annotations
@@ -131,3 +135,34 @@ def _answer(value: str, shape: QuestionShape) -> str | None:
     if shape.answer_type == "entity" and amount:
         return amount.group(0)
     return None
+
+
+_APPOSED = r"(?:[A-Z][\w'’&.-]*(?:\s+(?:of|de|and|&)?\s*[A-Z][\w'’&.-]*)*|[a-z][\w.]*-[\w.-]+)"
+
+
+def apposition_answer(
+    shape: QuestionShape, question: str, evidence: list[Evidence]
+) -> FieldAnswer | None:
+    """ "Which carrier ...?": the name after "the carrier" in the best-bound sentence that
+    writes one, when no nearly as well bound sentence apposes another name."""
+    if shape.answer_type != "entity" or not shape.kind:
+        return None
+    kind = re.escape(shape.kind[-1])
+    pattern = re.compile(rf"\b(?i:the|a|an|our|its)\s+{kind}s?\s+({_APPOSED})")
+    asked = question.casefold()
+    read: list[tuple[Statement, str]] = []
+    for st in statements(question, evidence):
+        for m in pattern.finditer(st.sentence):
+            name = m.group(1).strip(" .")
+            if name and name.casefold() not in asked:
+                read.append((st, name))
+                break
+    if not read:
+        return None
+    best, name = read[0]
+    for st, other in read[1:]:
+        if st.bound < best.bound - _CLOSE:
+            break
+        if other.casefold() != name.casefold():
+            return None
+    return FieldAnswer(best.index, best.sentence, name)

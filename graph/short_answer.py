@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph.fields import field_answer
+from graph.fields import apposition_answer, field_answer
 from graph.lexicon import related
 from graph.measures import group_size, length_m, per_year, span_s
 from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
@@ -866,10 +866,14 @@ def wh_answer(
         return _version_added(question, evidence, supports)
     if kind == "entity" and shape.kind and _IDENTIFIER.search(question):
         # Technical questions (they name a setting, symbol or ticket) get technical values.
-        return _named_value(shape, question, evidence, supports)
+        named = _named_value(shape, question, evidence, supports)
+        if named is not None:
+            return named
     if kind in {"person", "entity"}:
         # A labelled line states it: "Chief Technology Officer: Bo Chen".
-        field = field_answer(shape, question, evidence)
+        field = field_answer(shape, question, evidence) or apposition_answer(
+            shape, question, evidence
+        )
         if field is not None:
             return Found(field.value, [(field.n, field.line)])
     # A person's name next to a relation word in running text is too often another person

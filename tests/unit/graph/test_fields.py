@@ -75,3 +75,27 @@ def test_which_kind_reads_the_kind_noun_only_and_a_field_naming_one() -> None:
     # "owns" governs the service's name: it is the verb, not part of the kind asked for
     got = extractive_answer("Which team owns ledger-service?", [page])
     assert got.short_answer == "Payments team"
+
+
+def test_the_name_apposed_to_the_asked_kind() -> None:
+    pm = ev(
+        "pm",
+        "Postmortem INC-7: EDI backlog",
+        "Root cause\n\nThe carrier Nordlys Cargo rotated the password of the SFTP account "
+        "without telling us. The sync service logged failures.",
+    )
+    got = extractive_answer("Which carrier rotated its SFTP password before INC-7?", [pm])
+    assert got.short_answer == "Nordlys Cargo"
+    # two sentences as well bound that name different carriers: not determined
+    rival = ev(
+        "pm2",
+        "Postmortem INC-7: EDI backlog",
+        "Root cause\n\nThe carrier Baltic Freight rotated the password of the SFTP account "
+        "without telling us.",
+    )
+    assert (
+        extractive_answer(
+            "Which carrier rotated its SFTP password before INC-7?", [pm, rival]
+        ).short_answer
+        is None
+    )
