@@ -55,6 +55,11 @@ def field_answer(
             if value is not None:
                 read.append((st, value))
                 break
+    return _uncontested(read)
+
+
+def _uncontested(read: list[tuple[Statement, str]]) -> FieldAnswer | None:
+    """The best-bound reading, unless one bound nearly as well reads another value."""
     if not read:
         return None
     best, value = read[0]
@@ -157,12 +162,4 @@ def apposition_answer(
             if name and name.casefold() not in asked:
                 read.append((st, name))
                 break
-    if not read:
-        return None
-    best, name = read[0]
-    for st, other in read[1:]:
-        if st.bound < best.bound - _CLOSE:
-            break
-        if other.casefold() != name.casefold():
-            return None
-    return FieldAnswer(best.index, best.sentence, name)
+    return _uncontested(read)
