@@ -65,6 +65,9 @@ _MORE = frozenset("more most larger largest bigger biggest higher highest greate
 _LESS = frozenset("less least fewer fewest smaller smallest lower lowest".split())
 _LONGER = frozenset("longer longest taller tallest".split())
 _SHORTER = frozenset("shorter shortest".split())
+# An option parsed with a comparative in it ("earlier--the Battle of X") keeps it for the
+# question: these words say which way, never whose name.
+_DIRECTION_WORDS = _EARLY | _LATE | _MORE | _LESS | _LONGER | _SHORTER
 # A comparative of size along one dimension, read as a length with its unit.
 _DIMENSION = frozenset(
     "longer longest shorter shortest taller tallest higher highest deeper deepest".split()
@@ -104,10 +107,15 @@ def analyse(question: str) -> QuestionShape:
     toks = words(ask)
     first = toks[0] if toks else ""
     options = choice_options(ask)
-    event, direction = _comparison(toks)
-    kind = _kind(ask)
     if first in _AUX and len(options) < 2:
-        shape = QuestionShape("yesno", options=options or _subjects(ask))
+        options = options or _subjects(ask)
+    # The compared attribute is read from the question's own words, not its options' names
+    # ("The Romantic Age" says nothing about anyone's birth).
+    named = {w for opt in options for w in words(opt)} - _DIRECTION_WORDS
+    event, direction = _comparison([t for t in toks if t not in named])
+    kind = _kind(ask)
+    if first in _AUX and len(choice_options(ask)) < 2:
+        shape = QuestionShape("yesno", options=options)
         shape.same = bool({"same", "both", "different", "either"} & set(toks))
         skip = options_terms(shape.options)
         shape.attribute = _after(toks, ("same", "different"), skip) or _after(toks, ("both",), skip)

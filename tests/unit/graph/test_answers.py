@@ -64,6 +64,11 @@ def test_comparatives_name_the_event_and_direction() -> None:
     assert (more.event, more.direction) == ("quantity", "max")
     dep = analyse("Which film has the director who died earlier, A or B?")
     assert (dep.event, dep.direction, dep.relation) == ("death", "min", ["director"])
+    # an option's name says nothing of the compared event ("Age" is no birth)
+    named = analyse("Which film has the director who died earlier, The Golden Age or Dusk?")
+    assert (named.event, named.direction) == ("death", "min")
+    came = analyse("Which came out first, Old Age or New Dawn?")
+    assert (came.event, came.direction) == ("start", "min")
 
 
 # -- comparisons -----------------------------------------------------------------------
