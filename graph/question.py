@@ -90,7 +90,10 @@ class QuestionShape:
     relation: list[str] = field(default_factory=list)  # "the director of X" -> ["director"]
 
 
-_ASK_SPLIT = re.compile(r"(?<=[.!?])(?<!\b[A-Za-z]\.)\s+(?=[A-Z0-9\"'“(])")
+# Titles and abbreviations that end with a period but not a sentence ("Mr. Fix-It").
+_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "Mt", "Prof", "Gen", "Col", "No", "vs")
+_NOT_AN_END = "".join(rf"(?<!\b{a}\.)" for a in _ABBREVIATIONS)
+_ASK_SPLIT = re.compile(rf"(?<=[.!?])(?<!\b[A-Za-z]\.){_NOT_AN_END}\s+(?=[A-Z0-9\"'“(])")
 
 
 def ask_of(question: str) -> str:

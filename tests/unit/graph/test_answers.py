@@ -67,6 +67,9 @@ def test_comparatives_name_the_event_and_direction() -> None:
     # an option's name says nothing of the compared event ("Age" is no birth)
     named = analyse("Which film has the director who died earlier, The Golden Age or Dusk?")
     assert (named.event, named.direction) == ("death", "min")
+    # "Mr." ends no sentence: the question is one ask with two options
+    mr = analyse("Which film whose director is younger, Mr. Fix-It or Long Way Home?")
+    assert mr.options == ["Mr. Fix-It", "Long Way Home"] and mr.event == "birth"
     came = analyse("Which came out first, Old Age or New Dawn?")
     assert (came.event, came.direction) == ("start", "min")
 
