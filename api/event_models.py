@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
+from api.schemas import ReviewRequest
 from graph.models import BoundName, Citation, Claim, EventType
 
 # The events a run emits while it works; the stream itself sends the frames.
@@ -120,6 +121,20 @@ class TaskErrorEvent(_StoredEvent):
     data: StreamError
 
 
+class ReviewAsked(ReviewRequest):
+    """The run paused after its plan for a person's decision (``POST /v1/tasks/{id}/input``)."""
+
+    task_id: str
+    run_id: str
+
+
+class TaskInputRequiredEvent(_StoredEvent):
+    """``input_required``: the task paused; the stream stays open (pings) until it goes on."""
+
+    type: Literal["input_required"]
+    data: ReviewAsked
+
+
 # Each stream: event name -> the model of its data. Every model named here is listed in
 # the OpenAPI components (api.openapi).
 ANSWER_STREAM: dict[str, type[BaseModel]] = {
@@ -131,6 +146,7 @@ ANSWER_STREAM: dict[str, type[BaseModel]] = {
 TASK_STREAM: dict[str, type[BaseModel]] = {
     "metadata": TaskMetadataEvent,
     **dict.fromkeys(TRACE_EVENTS, TaskRunEvent),
+    "input_required": TaskInputRequiredEvent,
     "done": TaskDoneEvent,
     "error": TaskErrorEvent,
 }

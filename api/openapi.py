@@ -33,8 +33,9 @@ def _task_finished(
     webhook_timestamp: Annotated[str, Header(description=_WEBHOOK_HEADERS["webhook_timestamp"])],
     webhook_signature: Annotated[str, Header(description=_WEBHOOK_HEADERS["webhook_signature"])],
 ) -> None:
-    """A task with a `webhook_url` ended (succeeded, failed or was cancelled): the
-    service POSTs its final state there, signed per Standard Webhooks
+    """A task with a `webhook_url` ended (succeeded, failed or was cancelled), or paused
+    for review (`task.input_required`, its own webhook-id): the
+    service POSTs its state there, signed per Standard Webhooks
     (https://www.standardwebhooks.com): verify the signature and the timestamp, then
     deduplicate on `webhook-id`."""
 

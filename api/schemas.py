@@ -146,9 +146,69 @@ class TaskRequest(AnswerRequest):
         "Refused (422) unless it resolves to a globally routable address, or the key has no "
         "webhook_secret",
     )
+    review: list[Literal["plan"]] = Field(
+        default_factory=list,
+        max_length=1,
+        description='Points where the run pauses for a person\'s decision: with "plan" the '
+        "task pauses after its first plan (status input_required, the proposed calls in "
+        "review_request) until POST /v1/tasks/{id}/input",
+    )
 
 
-TaskStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+class ReviewCall(_Strict):
+    """A tool call a reviewer has the run make instead of the proposed ones."""
+
+    tool: str = Field(min_length=1, max_length=100, examples=["search_knowledge"])
+    args: dict[str, Any] = Field(default_factory=dict)
+    reason: str = Field(default="", max_length=1_000)
+
+
+class ReviewInput(_Strict):
+    """A reviewer's decision on a paused task's plan (``POST /v1/tasks/{id}/input``)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"action": "approve"},
+                {"action": "approve", "pin": ["wiki:ledger-runbook"], "exclude": ["payroll"]},
+                {
+                    "action": "edit",
+                    "calls": [{"tool": "search_knowledge", "args": {"query": "Ledger owner"}}],
+                },
+            ]
+        }
+    )
+
+    action: Literal["approve", "edit"] = Field(
+        default="approve",
+        description="approve: the proposed calls run as they are; edit: `calls` run instead",
+    )
+    calls: list[ReviewCall] = Field(
+        default_factory=list,
+        max_length=20,
+        description="with action edit only: the calls to run instead",
+    )
+    pin: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default_factory=list,
+        max_length=100,
+        description="document ids whose passages (those the key may read) enter the evidence",
+    )
+    exclude: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default_factory=list,
+        max_length=100,
+        description="sources or document ids: nothing of them ever enters the evidence",
+    )
+
+
+class ReviewRequest(BaseModel):
+    """What a paused task asks a person to decide on."""
+
+    point: str = Field(description="where the run paused: plan")
+    round: int
+    calls: list[dict[str, Any]] = Field(description="the proposed tool calls")
+
+
+TaskStatus = Literal["queued", "running", "input_required", "succeeded", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 
 
@@ -192,6 +252,9 @@ class TaskSnapshot(BaseModel):
     result: ResearchResult | None = None
     error: ErrorDetail | None = None
     resumed: int = Field(default=0, description="times the run resumed from its checkpoint")
+    review_request: ReviewRequest | None = Field(
+        default=None, description="while input_required: the plan waiting for a decision"
+    )
 
 
 class Task(TaskSnapshot):
@@ -199,9 +262,9 @@ class Task(TaskSnapshot):
 
 
 class WebhookEvent(BaseModel):
-    """The body of the ``task.finished`` webhook."""
+    """The body of a webhook: the task ended, or paused for a person's decision."""
 
-    type: Literal["task.succeeded", "task.failed", "task.cancelled"]
+    type: Literal["task.succeeded", "task.failed", "task.cancelled", "task.input_required"]
     timestamp: str = Field(description="when the body was built, ISO 8601 UTC")
     data: TaskSnapshot
 

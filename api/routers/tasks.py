@@ -1,4 +1,4 @@
-"""Research tasks for automation: submit, poll, list, stream events, cancel."""
+"""Research tasks for automation: submit, poll, list, stream events, cancel, review."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from api.event_models import TASK_STREAM, sse_response_doc
 from api.events import sse_event, sse_response
 from api.logging import run_id_var, task_id_var
 from api.offload import settle
-from api.schemas import TERMINAL, Task, TaskList, TaskRequest
+from api.schemas import TERMINAL, ReviewInput, Task, TaskList, TaskRequest
 from api.webhooks import WebhookUrlError, check_destination
+from graph.review import InvalidReview
 
 log = logging.getLogger("waypoint.api.tasks")
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
@@ -188,6 +189,42 @@ async def cancel_task(task_id: str, principal: PrincipalDep, services: ServicesD
         raise not_found("task")
     if task.status in TERMINAL or not await services.pool.cancel(task_id):
         raise ApiError(409, "already_finished", f"task is already {task.status}")
+    latest = await run_in_threadpool(services.tasks.get_task, task_id, user=principal.user)
+    assert latest is not None
+    return latest
+
+
+@router.post(
+    "/{task_id}/input",
+    response_model=Task,
+    operation_id="review_task",
+    responses=error_responses(401, 404, 409, 422),
+)
+async def review_task(
+    task_id: str, body: ReviewInput, principal: PrincipalDep, services: ServicesDep
+) -> Task:
+    """Decide on the plan of a task paused for review (status ``input_required``): approve
+    it or edit its calls, and pin or exclude documents. The task is queued again and its
+    run goes on with the decision. 409 if the task is not waiting for input; 422 (the
+    task stays paused) for a decision the run cannot take, e.g. an unknown tool."""
+    task = await run_in_threadpool(services.tasks.get_task, task_id, user=principal.user)
+    if task is None:
+        raise not_found("task")
+    if task.status != "input_required":
+        raise ApiError(409, "not_awaiting_input", f"task is {task.status}, not waiting for input")
+    try:
+        decision = services.researcher.check_review(
+            {**body.model_dump(mode="json"), "by": principal.user}
+        )
+    except InvalidReview as exc:
+        raise ApiError(422, "invalid_review", str(exc)) from exc
+    queued = await run_in_threadpool(
+        services.tasks.submit_review, task_id, principal.user, decision.model_dump(mode="json")
+    )
+    if not queued:  # decided (or cancelled) by another request meanwhile
+        raise ApiError(409, "not_awaiting_input", "task is no longer waiting for input")
+    services.pool.notify()
+    log.info("task review submitted", extra={"task_id": task_id, "action": decision.action})
     latest = await run_in_threadpool(services.tasks.get_task, task_id, user=principal.user)
     assert latest is not None
     return latest

@@ -132,10 +132,13 @@ DELIVERY_INTERRUPTED = "interrupted: the sending process stopped; the outcome is
 
 # Columns added after the first release, added to an older database when it is opened
 # (new ones get them the same way): who holds a running task, a sync job or an
-# idempotency claim (a store object's ``owner``), and a cancel asked of another process.
+# idempotency claim (a store object's ``owner``), a cancel asked of another process, and
+# a paused task's review: what it asks (JSON) and the decision it resumes with (JSON).
 ADDED_COLUMNS = (
     ("tasks", "owner", "TEXT"),
     ("tasks", "cancel_requested", "INTEGER NOT NULL DEFAULT 0"),
+    ("tasks", "review_request", "TEXT"),
+    ("tasks", "review_decision", "TEXT"),
     ("idempotency", "owner", "TEXT"),
     ("source_jobs", "owner", "TEXT"),
 )
@@ -507,7 +510,42 @@ class TaskStore(ABC):
         )
 
     def mark_resumed(self, task_id: str) -> None:
-        self._write("UPDATE tasks SET resumed = resumed + 1, resume = 0 WHERE id = ?", (task_id,))
+        """The task's run resumes now: the review decision it was queued with is taken (a
+        stop before the run stores it leaves the run paused again, asking anew)."""
+        self._write(
+            "UPDATE tasks SET resumed = resumed + 1, resume = 0, review_decision = NULL"
+            " WHERE id = ?",
+            (task_id,),
+        )
+
+    def pause(self, task_id: str, asked: dict[str, Any]) -> bool:
+        """A task this owner runs waits for a person's decision (``input_required``, held
+        by no one: a restart leaves it paused); False if this owner no longer runs it."""
+        with self._tx() as db:
+            row = db.one(
+                "UPDATE tasks SET status = 'input_required', review_request = ?, owner = NULL"
+                " WHERE id = ? AND status = 'running' AND owner = ? RETURNING run_id",
+                (json.dumps(asked, default=str), task_id, self.owner),
+            )
+            if row is not None:
+                db.rowcount(
+                    "UPDATE runs SET status = 'input_required' WHERE run_id = ?", (row["run_id"],)
+                )
+        return row is not None
+
+    def submit_review(self, task_id: str, user: str, decision: dict[str, Any]) -> bool:
+        """Queue a paused task of ``user`` to resume with ``decision``; False if it is not
+        (or no longer) waiting for one."""
+        with self._tx() as db:
+            row = db.one(
+                "UPDATE tasks SET status = 'queued', resume = 1, review_request = NULL,"
+                ' review_decision = ? WHERE id = ? AND "user" = ?'
+                " AND status = 'input_required' RETURNING run_id",
+                (json.dumps(decision), task_id, user),
+            )
+            if row is not None:
+                db.rowcount("UPDATE runs SET status = 'queued' WHERE run_id = ?", (row["run_id"],))
+        return row is not None
 
     def finish(
         self,
@@ -545,8 +583,9 @@ class TaskStore(ABC):
         now = time.time()
         with self._tx() as db:
             row = db.one(
-                "UPDATE tasks SET status = 'cancelled', finished_at = ?, owner = ? WHERE id = ?"
-                " AND status = 'queued' RETURNING run_id",
+                "UPDATE tasks SET status = 'cancelled', finished_at = ?, owner = ?,"
+                " review_request = NULL WHERE id = ? AND status IN ('queued', 'input_required')"
+                " RETURNING run_id",
                 (now, self.owner, task_id),
             )
             if row is not None:
@@ -878,6 +917,7 @@ class TaskStore(ABC):
             error=json.loads(row["error"]) if row["error"] else None,
             webhook=webhook,
             resumed=row["resumed"],
+            review_request=json.loads(row["review_request"]) if row["review_request"] else None,
         )
 
     @staticmethod

@@ -42,7 +42,7 @@ from api.schemas import TERMINAL, TaskProgress, TaskRequest, WebhookDelivery
 from api.tasks.store import Recovered, TaskStore
 from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, TraceEvent
-from graph.runner import CallerRevoked, CallerSource, UnknownRun
+from graph.runner import CallerRevoked, CallerSource, ReviewRequired, UnknownRun
 
 log = logging.getLogger("waypoint.api.tasks")
 
@@ -56,10 +56,15 @@ class ResearcherLike(Protocol):
         run_id: str | None = None,
         on_event: Any = None,
         caller_source: CallerSource | None = None,
+        review: list[Any] | None = None,
     ) -> ResearchResult: ...
 
     async def resume(
-        self, run_id: str, on_event: Any = None, caller_source: CallerSource | None = None
+        self,
+        run_id: str,
+        on_event: Any = None,
+        caller_source: CallerSource | None = None,
+        decision: dict[str, Any] | None = None,
     ) -> ResearchResult: ...
 
 
@@ -84,8 +89,8 @@ class ChangeFeed:
 
 
 # The task's own events that frame its stream (the run's own of these types are not
-# stored): not counted in its progress.
-_FRAMES = ("metadata", "done", "error")
+# stored), and its pause for review: not counted in its progress.
+_FRAMES = ("metadata", "done", "error", "input_required")
 
 
 def _progress_from(progress: TaskProgress, event: TraceEvent) -> TaskProgress:
@@ -354,6 +359,12 @@ class WorkerPool:
         caller_source = self._caller_source(row, request.project)
         progress = TaskProgress.model_validate_json(row["progress"] or "{}")
         resume = bool(row["resume"])
+        # Where a new run pauses for review, and the reviewer's decision a paused run
+        # resumes with (TaskStore.submit_review); passed only when there is one.
+        run_kw: dict[str, Any] = {"review": list(request.review)} if request.review else {}
+        resume_kw: dict[str, Any] = {}
+        if row["review_decision"]:
+            resume_kw["decision"] = json.loads(row["review_decision"])
         # A resumed run redoes the steps after its last checkpoint: the first step it
         # starts says which of the stored events are about to be emitted again.
         redo_from: int | None = None  # the seq of this attempt's first event, until then
@@ -400,7 +411,10 @@ class WorkerPool:
                 await run_in_threadpool(self.tasks.mark_resumed, task_id)
                 try:
                     return await self.researcher.resume(
-                        run_id, on_event=on_event, caller_source=caller_source
+                        run_id,
+                        on_event=on_event,
+                        caller_source=caller_source,
+                        **resume_kw,
                     )
                 except UnknownRun:
                     log.info("no trace of the run before the restart: starting it afresh")
@@ -411,6 +425,7 @@ class WorkerPool:
                 run_id=run_id,
                 on_event=on_event,
                 caller_source=caller_source,
+                **run_kw,
             )
 
         runner = asyncio.create_task(drive())
@@ -425,6 +440,8 @@ class WorkerPool:
                 raise  # the pool is stopping: the task is released and resumes later
             self._cancel_requested.discard(task_id)
             await self._finish_cancelled(task_id)
+        except ReviewRequired as stop:  # not an end: paused until POST /v1/tasks/{id}/input
+            await self._pause(task_id, run_id, stop.asked)
         except CallerRevoked as exc:  # not a fault: the key was deleted from the auth file
             log.warning("task failed: its key was revoked")
             await self._finish_failed(task_id, exc)
@@ -475,6 +492,18 @@ class WorkerPool:
             after = int(batch[-1]["seq"])
         return progress
 
+    async def _pause(self, task_id: str, run_id: str, asked: dict[str, Any]) -> None:
+        """The run waits for a person's decision on its plan: the task says so (status,
+        ``review_request``, an ``input_required`` event) and its webhook is sent."""
+        if not await run_in_threadpool(self.tasks.pause, task_id, asked):
+            log.warning("task paused here after another process took it back")
+            return
+        await self._event(
+            task_id, "input_required", {"task_id": task_id, "run_id": run_id, **asked}
+        )
+        log.info("task waits for review", extra={"point": asked.get("point")})
+        self._spawn_review_webhook(task_id)
+
     async def _finish_failed(self, task_id: str, exc: Exception) -> None:
         err = run_failed_data(exc)
         if await run_in_threadpool(self.tasks.finish, task_id, "failed", error=err):
@@ -518,6 +547,55 @@ class WorkerPool:
         ):
             self._spawn_delivery(task_id)
 
+    def _spawn_review_webhook(self, task_id: str) -> None:
+        """``task.input_required`` to the task's webhook, if it has one: signed and retried
+        as the final webhook, with its own id, and not in the task's delivery log (which
+        is the final webhook's)."""
+        if self._stopping:
+            return
+        t = asyncio.create_task(self._deliver_review(task_id), name=f"webhook-review-{task_id}")
+        self._deliveries.add(t)
+        t.add_done_callback(self._deliveries.discard)
+
+    async def _deliver_review(self, task_id: str) -> None:
+        row = await run_in_threadpool(self.tasks.task_row, task_id)
+        if row is None or not row["webhook_url"]:
+            return
+        with bound(task_id=task_id, run_id=row["run_id"]):
+            signed = await run_in_threadpool(self._signed_body, row, "input_required")
+            if signed is None:
+                return
+            secret, body = signed
+
+            async def log_attempt(delivery: WebhookDelivery) -> None:
+                log.info(
+                    "task.input_required webhook attempt",
+                    extra={"attempt": delivery.attempt, "ok": delivery.ok, "error": delivery.error},
+                )
+
+            webhook_id = f"msg_{uuid.uuid4().hex}"
+            await self.sender.deliver(row["webhook_url"], secret, webhook_id, body, log_attempt)
+
+    def _signed_body(self, row: Any, status: str | None = None) -> tuple[str, str] | None:
+        """The secret of the task's key and the webhook body of the task as it is now
+        (``task.<status>``, its status unless given), in a thread; None if the key has no
+        webhook secret any more."""
+        principal = self.keys.by_key_id(row["key_id"])
+        if principal is None or not principal.webhook_secret:
+            log.warning("webhook not sent: the task's key has no webhook secret any more")
+            return None
+        task = self.tasks.get_task(row["id"])
+        assert task is not None
+        body = json.dumps(
+            {
+                "type": f"task.{status or task.status}",
+                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "data": task.model_dump(mode="json", exclude={"webhook"}),
+            },
+            separators=(",", ":"),
+        )
+        return principal.webhook_secret, body
+
     def _spawn_delivery(self, task_id: str) -> None:
         if self._stopping or task_id in self._delivering:
             return  # stopping: release() hands it to whoever sends it next
@@ -557,21 +635,11 @@ class WorkerPool:
         """The webhook of a finished task, ready to send (in a thread): its body and id
         fixed once, its first attempt logged in flight. None if it cannot be signed."""
         task_id = row["id"]
-        principal = self.keys.by_key_id(row["key_id"])
-        if principal is None or not principal.webhook_secret:
-            log.warning("webhook not sent: the task's key has no webhook secret any more")
+        signed = self._signed_body(row)
+        if signed is None:
             self.tasks.set_webhook_state(task_id, "failed")
             return None
-        task = self.tasks.get_task(task_id)
-        assert task is not None
-        body = json.dumps(
-            {
-                "type": f"task.{task.status}",
-                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "data": task.model_dump(mode="json", exclude={"webhook"}),
-            },
-            separators=(",", ":"),
-        )
+        secret, body = signed
         webhook_id, body = self.tasks.prepare_webhook(task_id, f"msg_{uuid.uuid4().hex}", body)
         # An attempt still in flight in the log was cut short by a stop: it may have
         # arrived. It keeps its number (and says so); this send numbers after it.
@@ -581,7 +649,7 @@ class WorkerPool:
         # Each attempt is logged before it is sent, completed after: a stop mid-send
         # leaves it in the log (the receiver deduplicates on the webhook id).
         self.tasks.begin_delivery(task_id, first, webhook_id)
-        return _Outgoing(principal.webhook_secret, webhook_id, body, first)
+        return _Outgoing(secret, webhook_id, body, first)
 
     def _log_attempt(self, task_id: str, delivery: WebhookDelivery, last: int) -> None:
         """An attempt's outcome; the next one logged in flight if the sender tries again."""

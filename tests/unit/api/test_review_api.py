@@ -1,0 +1,203 @@
+"""Human review over the API: a task with ``"review": ["plan"]`` pauses after its first plan
+(``input_required``, the proposed calls on the task, in its events and in a signed
+``task.input_required`` webhook) until ``POST /v1/tasks/{id}/input`` decides; a real
+Researcher over the two-hop ledger corpus runs it (LangGraph's interrupt and resume)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import standardwebhooks
+
+from api.schemas import WebhookEvent
+from api.settings import ApiSettings
+from graph.runner import Researcher
+from tests.unit.api.conftest import AUTH_A, AUTH_B, SECRET, Harness, _client_for
+from tests.unit.api.test_tasks_and_streams import Receiver, parse_sse
+from tools.testing import LEDGER_QUESTION, ledger_corpus, memory_search
+
+REVIEWED = {"question": LEDGER_QUESTION, "review": ["plan"]}
+
+
+def real_researcher(tmp_path: Path) -> Researcher:
+    return Researcher(
+        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+    )
+
+
+@pytest.fixture
+def researcher(tmp_path: Path) -> Researcher:  # the conftest's harness and client run it
+    return real_researcher(tmp_path)
+
+
+async def wait_status(client: httpx.AsyncClient, task_id: str, want: str) -> dict[str, Any]:
+    task: dict[str, Any] = {}
+    for _ in range(600):
+        task = (await client.get(f"/v1/tasks/{task_id}", headers=AUTH_A)).json()
+        if task["status"] == want:
+            return task
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"task never reached {want}: {task}")
+
+
+async def paused(client: httpx.AsyncClient, body: dict[str, Any] = REVIEWED) -> dict[str, Any]:
+    r = await client.post("/v1/tasks", json=body, headers=AUTH_A)
+    assert r.status_code == 202, r.text
+    return await wait_status(client, r.json()["id"], "input_required")
+
+
+async def decide(client: httpx.AsyncClient, task_id: str, decision: dict[str, Any]) -> Any:
+    return await client.post(f"/v1/tasks/{task_id}/input", json=decision, headers=AUTH_A)
+
+
+def trace_of(harness: Harness, run_id: str) -> list[Any]:
+    return list(harness.researcher.get_trace(run_id))
+
+
+async def test_a_paused_task_shows_its_plan_and_goes_on_when_approved(
+    client: httpx.AsyncClient, harness: Harness
+) -> None:
+    task = await paused(client)
+    asked = task["review_request"]
+    assert asked["point"] == "plan" and asked["round"] == 1 and asked["calls"]
+    assert task["progress"]["tool_calls"] == 0  # nothing ran before the decision
+    # The stream of a paused task stays open: its stored events are read instead.
+    stored = harness.services.tasks.events_after(task["id"], 0)  # type: ignore[union-attr]
+    pause = [e for e in stored if e["type"] == "input_required"]
+    assert len(pause) == 1 and pause[0]["data"]["calls"] == asked["calls"]
+    assert pause[0]["data"]["task_id"] == task["id"]
+
+    r = await decide(client, task["id"], {"action": "approve"})
+    assert r.status_code == 200, r.text
+    assert r.json()["review_request"] is None
+    done = await wait_status(client, task["id"], "succeeded")
+    assert done["result"]["answerable"] and done["resumed"] == 1
+    reviewed = next(
+        e for e in trace_of(harness, task["run_id"]) if e.type == "plan" and e.node == "review"
+    )
+    assert reviewed.data["reviewed"]["by"] == "ana"
+    ran = [(c["tool"], c["args"]) for c in reviewed.data["calls"]]
+    assert ran == [(c["tool"], c["args"]) for c in asked["calls"]]
+    sse = parse_sse((await client.get(f"/v1/tasks/{task['id']}/events", headers=AUTH_A)).text)
+    types = [e["event"] for e in sse]
+    assert types.index("input_required") < types.index("done") == len(types) - 1
+
+
+async def test_an_edit_runs_the_reviewers_calls(
+    client: httpx.AsyncClient, harness: Harness
+) -> None:
+    task = await paused(client)
+    calls = [{"tool": "search_knowledge", "args": {"query": "cafeteria opening hours"}}]
+    r = await decide(client, task["id"], {"action": "edit", "calls": calls})
+    assert r.status_code == 200, r.text
+    await wait_status(client, task["id"], "succeeded")
+    trace = trace_of(harness, task["run_id"])
+    round_one = [e.data["args"] for e in trace if e.type == "tool_call" and e.round == 1]
+    assert round_one == [{"query": "cafeteria opening hours"}]
+
+
+async def test_pinned_documents_enter_and_excluded_ones_stay_out(
+    client: httpx.AsyncClient, harness: Harness
+) -> None:
+    pin = await paused(client)
+    assert (await decide(client, pin["id"], {"pin": ["wiki:noise"]})).status_code == 200
+    exclude = await paused(client)
+    r = await decide(client, exclude["id"], {"action": "approve", "exclude": ["wiki:dana"]})
+    assert r.status_code == 200, r.text
+    await wait_status(client, pin["id"], "succeeded")
+    done = await wait_status(client, exclude["id"], "succeeded")
+    reviewed = next(
+        e for e in trace_of(harness, pin["run_id"]) if e.type == "plan" and e.node == "review"
+    )
+    assert reviewed.data["reviewed"]["pinned"] == ["wiki:noise#0"]
+    assert "wiki:dana" not in {e["doc_id"] for e in done["result"]["evidence"]}
+    excluded = next(
+        e for e in trace_of(harness, exclude["run_id"]) if e.type == "plan" and e.node == "review"
+    )
+    assert excluded.data["reviewed"]["exclude"] == ["wiki:dana"]
+
+
+async def test_wrong_user_invalid_decisions_and_tasks_not_paused(
+    client: httpx.AsyncClient,
+) -> None:
+    task = await paused(client)
+    url = f"/v1/tasks/{task['id']}/input"
+    r = await client.post(url, json={"action": "approve"}, headers=AUTH_B)
+    assert r.status_code == 404
+    r = await decide(client, task["id"], {"action": "edit", "calls": [{"tool": "rm_rf"}]})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_review"
+    assert "rm_rf" in r.json()["error"]["message"]
+    r = await decide(client, task["id"], {"action": "edit"})  # an edit gives its calls
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_review"
+    r = await decide(client, task["id"], {"action": "maybe"})
+    assert r.status_code == 422
+    still = (await client.get(f"/v1/tasks/{task['id']}", headers=AUTH_A)).json()
+    assert still["status"] == "input_required" and still["review_request"] == task["review_request"]
+
+    assert (await decide(client, task["id"], {"action": "approve"})).status_code == 200
+    await wait_status(client, task["id"], "succeeded")
+    r = await decide(client, task["id"], {"action": "approve"})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "not_awaiting_input"
+    assert "succeeded" in r.json()["error"]["message"]
+
+
+async def test_a_paused_task_can_be_cancelled(client: httpx.AsyncClient) -> None:
+    task = await paused(client)
+    r = await client.post(f"/v1/tasks/{task['id']}/cancel", headers=AUTH_A)
+    assert r.status_code == 200 and r.json()["status"] == "cancelled"
+    assert (await decide(client, task["id"], {"action": "approve"})).status_code == 409
+
+
+async def test_the_pause_is_a_signed_webhook(harness: Harness) -> None:
+    receiver = Receiver()
+    async for client in _client_for(harness):
+        assert harness.services is not None
+        harness.services.pool.sender.transport = httpx.MockTransport(receiver.handler)
+        task = await paused(client, {**REVIEWED, "webhook_url": "http://127.0.0.1:1/hook"})
+        for _ in range(200):
+            if receiver.calls:
+                break
+            await asyncio.sleep(0.025)
+        assert (await decide(client, task["id"], {"action": "approve"})).status_code == 200
+        await wait_status(client, task["id"], "succeeded")
+        for _ in range(200):
+            t = (await client.get(f"/v1/tasks/{task['id']}", headers=AUTH_A)).json()
+            if t["webhook"]["state"] != "pending":
+                break
+            await asyncio.sleep(0.025)
+    bodies = [
+        WebhookEvent.model_validate(standardwebhooks.Webhook(SECRET).verify(content, headers))
+        for headers, content in receiver.calls
+    ]
+    assert [b.type for b in bodies] == ["task.input_required", "task.succeeded"]
+    asked = bodies[0].data
+    assert asked.id == task["id"] and asked.review_request is not None
+    assert asked.review_request.calls == task["review_request"]["calls"]
+    ids = {h["webhook-id"] for h, _ in receiver.calls}
+    assert len(ids) == 2  # each its own message
+    # The task's delivery log is the final webhook's.
+    assert [d["ok"] for d in t["webhook"]["deliveries"]] == [True]
+
+
+async def test_a_paused_task_stays_paused_across_a_restart(
+    settings: ApiSettings, tmp_path: Path
+) -> None:
+    first = Harness(settings, real_researcher(tmp_path))  # type: ignore[arg-type]
+    async for client in _client_for(first):
+        task = await paused(client)
+    # A new process on the same files.
+    restarted = Harness(settings, real_researcher(tmp_path))  # type: ignore[arg-type]
+    async for client in _client_for(restarted):
+        await asyncio.sleep(0.2)  # start-up recovery has run; workers are idle
+        again = (await client.get(f"/v1/tasks/{task['id']}", headers=AUTH_A)).json()
+        assert again["status"] == "input_required"
+        assert again["review_request"] == task["review_request"]
+        assert (await decide(client, task["id"], {"action": "approve"})).status_code == 200
+        done = await wait_status(client, task["id"], "succeeded")
+        trace = trace_of(restarted, task["run_id"])
+    assert done["result"]["answerable"] and done["resumed"] == 1
+    assert any(e.node == "review" and e.type == "plan" for e in trace)
