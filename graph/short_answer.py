@@ -561,6 +561,9 @@ _DURATION_UNITS = frozenset("second minute hour day week month year decade centu
 _EVENT_OF_CUE = {cue: event for event, cues in EVENTS.items() for cue in cues}
 
 
+_EVENT_VERBS = {"birth": ("born",), "death": ("died",)}
+
+
 def _cues(question: str, shape: QuestionShape) -> list[str]:
     """What the answer stands next to in its passage: the question's events ("born",
     "died", "founded") and its outermost relation ("the spouse of ..."), else its other
@@ -571,6 +574,8 @@ def _cues(question: str, shape: QuestionShape) -> list[str]:
     for t in toks:
         if t in _EVENT_OF_CUE:
             out.append(t)
+            # "place of birth" is written "born in": the event's verb is a cue too
+            out.extend(v for v in _EVENT_VERBS.get(_EVENT_OF_CUE[t], ()) if v not in out)
     for i, t in enumerate(toks[:-1]):
         if toks[i + 1] == "of" and t not in STOPWORDS and stem(t) not in keys:
             out.append(t)
@@ -619,6 +624,8 @@ def _typed_after(kind: str, toks: list[str], start: int, own: set[str]) -> list[
                 name.pop()
             prev = window[i - 1].casefold() if i > 0 else toks[start].casefold()
             ok = bool(name) and not {w.casefold() for w in name} <= own
+            if kind == "place" and name and name[0].casefold() in _MONTHS:
+                ok = False  # "died in June 1968": a date, not a place
             if kind == "place":
                 ok = ok and prev in _PLACE_PREP
             else:

@@ -502,3 +502,20 @@ def test_which_is_published_more_often() -> None:
     assert got is not None and got.value == "Pulse"
     less = find_short_answer("Which is published less often, Field Notes or Pulse?", mags, [])
     assert less is not None and less.value == "Field Notes"
+
+
+def test_place_of_birth_is_read_after_born_and_a_month_is_no_place() -> None:
+    from tools.evidence import Provenance
+
+    hop = [Provenance(round=2, tool="lookup_entity", query="Ivo Brandt", parent="f:1#0")]
+    film = ev("f:1", "Quiet Harbour", "Quiet Harbour is a 1931 film directed by Ivo Brandt.")
+
+    def director(text: str) -> Evidence:
+        return ev("p:1", "Ivo Brandt", text).model_copy(update={"provenance": hop})
+
+    born = [film, director("Ivo Brandt (1890 - 1950) was a director. He was born in Kessel.")]
+    q = "What is the place of birth of the director of film Quiet Harbour?"
+    assert extractive_answer(q, born).short_answer == "Kessel"  # "place of birth": "born in"
+    died = [film, director("Ivo Brandt was a film director. He died in June 1950 in Kessel.")]
+    q = "Where did the director of film Quiet Harbour die?"
+    assert extractive_answer(q, died).short_answer != "June"
