@@ -6,6 +6,7 @@ Researcher over the two-hop ledger corpus runs it (LangGraph's interrupt and res
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ import standardwebhooks
 
 from api.schemas import WebhookEvent
 from api.settings import ApiSettings
+from api.tasks.store import TaskStore
 from graph.runner import Researcher
+from tests.integration.tasks.conftest import pg_server, pg_url  # noqa: F401
 from tests.unit.api.conftest import AUTH_A, AUTH_B, SECRET, Harness, _client_for
 from tests.unit.api.test_tasks_and_streams import Receiver, parse_sse
 from tools.testing import LEDGER_QUESTION, ledger_corpus, memory_search
@@ -201,3 +204,50 @@ async def test_a_paused_task_stays_paused_across_a_restart(
         trace = trace_of(restarted, task["run_id"])
     assert done["result"]["answerable"] and done["resumed"] == 1
     assert any(e.node == "review" and e.type == "plan" for e in trace)
+
+
+# -- the store, on both backends (Postgres: a real server, as tests/integration/tasks) --
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'tasks.sqlite'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_the_store_keeps_a_pause_through_recovery_and_resumes_with_the_decision(
+    store_url: str,
+) -> None:
+    first = TaskStore.open(store_url)
+    try:
+        task = first.create_task("ana", "kA", REVIEWED, None)
+        assert first.claim_next() is not None
+        asked = {"point": "plan", "round": 1, "calls": [{"tool": "search_knowledge"}]}
+        assert first.pause(task.id, asked)
+        assert not first.pause(task.id, asked)  # no longer running
+    finally:
+        first.close()
+    again = TaskStore.open(store_url)  # a restart
+    try:
+        assert again.recover(exclusive=True).tasks == 0 and again.release() == 0
+        assert again.claim_next() is None  # paused: no worker takes it
+        got = again.get_task(task.id)
+        assert got is not None and got.status == "input_required"
+        assert got.review_request is not None and got.review_request.calls == asked["calls"]
+        decision = {"action": "approve", "pin": ["wiki:noise"], "by": "ana"}
+        assert not again.submit_review(task.id, "bob", decision)  # not bob's task
+        assert again.submit_review(task.id, "ana", decision)
+        assert not again.submit_review(task.id, "ana", decision)  # decided already
+        row = again.claim_next()
+        assert row is not None and row["resume"] == 1
+        assert json.loads(row["review_decision"]) == decision
+        again.mark_resumed(task.id)  # the worker takes the decision
+        after = again.task_row(task.id)
+        assert after is not None and after["review_decision"] is None
+        resumed = again.get_task(task.id)
+        assert (
+            resumed is not None and resumed.status == "running" and resumed.review_request is None
+        )
+    finally:
+        again.close()
