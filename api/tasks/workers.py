@@ -16,6 +16,12 @@ only grow; see ``TaskStore.replace_redone_events``); its progress is counted ove
 kept, and its final counts are the run's own. Each webhook attempt is logged before it is
 sent: one cut short by a stop stays in the log, marked interrupted (it may have arrived).
 
+A task created with ``review=["plan"]`` pauses after its first plan (``ReviewRequired``):
+it becomes ``input_required``, held by no one (a restart leaves it paused), with the
+proposed calls on the task, an ``input_required`` event and a ``task.input_required``
+webhook. The owner's decision (``POST /v1/tasks/{id}/input``) queues it to resume, and
+the worker that claims it passes the decision to ``Researcher.resume``.
+
 A task runs as its key is now: the caller (the key's groups) is read from the key set, by
 the key's id, when the run starts or resumes and at every step (``graph.runner.
 CallerSource``); a key gone from the auth file fails the task ("key revoked").
