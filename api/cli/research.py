@@ -16,6 +16,7 @@ from api.cli.common import AsUserOption, IndexOption, fail, resolve_caller
 from graph.models import ResearchResult, RunOptions, TraceEvent
 
 console = Console()
+prompts = Console(stderr=True)  # the review of a plan: stdout stays the answer (or JSON)
 
 
 def _researcher(index: Path | None, must_exist: bool):  # noqa: ANN202 - Researcher
@@ -126,6 +127,14 @@ def ask(
     project: Annotated[str | None, typer.Option(help="Restrict to a project's sources.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     trace: Annotated[bool, typer.Option("--trace", help="Print the rounds as a tree.")] = False,
+    review: Annotated[
+        bool,
+        typer.Option(
+            "--review",
+            help="Pause after the first plan: approve or edit its calls, pin or exclude "
+            "documents, then run.",
+        ),
+    ] = False,
     as_user: AsUserOption = None,
     index: IndexOption = None,
 ) -> None:
@@ -140,8 +149,16 @@ def ask(
     researcher, store = _researcher(index, must_exist=True)
 
     async def research() -> tuple[ResearchResult, list[TraceEvent]]:
+        from graph.runner import ReviewRequired
+
         try:
-            result = await researcher.run(question, caller, options)
+            try:
+                result = await researcher.run(
+                    question, caller, options, review=["plan"] if review else None
+                )
+            except ReviewRequired as stop:
+                decision = _decide(researcher, stop.asked, caller.user)
+                result = await researcher.resume(stop.run_id, decision=decision)
             return result, researcher.get_trace(result.run_id)
         finally:
             await researcher.aclose()  # the checkpointer's connection lives on this loop
@@ -159,6 +176,39 @@ def ask(
     finally:
         researcher.close()
         store.close()
+
+
+def _decide(researcher: Any, asked: dict[str, Any], user: str) -> Any:
+    """The operator's decision on the proposed plan, asked on the terminal until the run
+    can take it (``Researcher.check_review``)."""
+    prompts.print(f"[bold]plan of round {asked.get('round')}[/bold]")
+    for n, call in enumerate(asked.get("calls") or [], 1):
+        prompts.print(f"  {n}. {call['tool']}({_short(call.get('args') or {})})", markup=False)
+
+    def ids(label: str) -> list[str]:
+        given = typer.prompt(label, default="", show_default=False, err=True)
+        return [x.strip() for x in given.split(",") if x.strip()]
+
+    while True:
+        action = typer.prompt("approve or edit", default="approve", err=True).strip()
+        try:
+            calls = (
+                json.loads(
+                    typer.prompt('calls as JSON, e.g. [{"tool": ..., "args": {...}}]', err=True)
+                )
+                if action == "edit"
+                else []
+            )
+            decision = {
+                "action": action,
+                "calls": calls,
+                "pin": ids("pin document ids (comma-separated, optional)"),
+                "exclude": ids("exclude sources or document ids (comma-separated, optional)"),
+                "by": user,
+            }
+            return researcher.check_review(decision)
+        except ValueError as exc:  # bad JSON, or a decision the run refuses (InvalidReview)
+            prompts.print(f"[red]not taken:[/red] {escape(str(exc))}")
 
 
 def trace_cmd(

@@ -13,7 +13,10 @@ from typing import Any
 import httpx
 import pytest
 import standardwebhooks
+import typer
+from typer.testing import CliRunner
 
+from api.cli import research
 from api.schemas import WebhookEvent
 from api.settings import ApiSettings
 from api.tasks.store import TaskStore
@@ -251,3 +254,54 @@ def test_the_store_keeps_a_pause_through_recovery_and_resumes_with_the_decision(
         )
     finally:
         again.close()
+
+
+# -- `waypoint ask --review`: the same pause on the terminal --
+
+
+class _ClosableCorpus:
+    """The ledger corpus as the CLI holds its store (closed when the command ends)."""
+
+    def __init__(self) -> None:
+        self.store = ledger_corpus()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def close(self) -> None:
+        pass
+
+
+def test_ask_review_asks_on_the_terminal_until_the_decision_is_valid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = _ClosableCorpus()
+
+    def local(index: Path | None, must_exist: bool) -> tuple[Researcher, Any]:
+        r = Researcher(
+            corpus.store, checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+        )
+        return r, corpus
+
+    monkeypatch.setattr(research, "_researcher", local)
+    edit = json.dumps([{"tool": "search_knowledge", "args": {"query": "Dana Ruiz"}}])
+    answers = [
+        "edit",  # an unknown tool: refused, asked again
+        '[{"tool": "rm_rf"}]',
+        "",
+        "",
+        "edit",
+        edit,
+        "wiki:noise",
+        "",
+    ]
+    cli = typer.Typer()
+    research.register(cli)  # ask and trace
+    result = CliRunner().invoke(
+        cli, ["ask", LEDGER_QUESTION, "--review", "--json"], input="\n".join(answers) + "\n"
+    )
+    assert result.exit_code == 0, result.output
+    assert "rm_rf" in result.stderr and "not taken" in result.stderr
+    # The runner echoes the typed input to stdout; the answer is the JSON after it.
+    answer = json.loads(result.stdout[result.stdout.index("\n{") :])
+    assert answer["answerable"] and "Payments Platform" in answer["answer"]
