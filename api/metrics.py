@@ -142,10 +142,10 @@ class TaskQueueCollector(Collector):
         stats = self.tasks.queue_stats()
         depth = GaugeMetricFamily(
             "waypoint_tasks",
-            "Tasks queued or running (all processes of the store)",
+            "Tasks queued, running or paused for review (all processes of the store)",
             labels=["status"],
         )
-        for status in ("queued", "running"):
+        for status in ("queued", "running", "input_required"):
             depth.add_metric([status], stats.get(status, (0, None))[0])
         yield depth
         oldest = stats.get("queued", (0, None))[1]

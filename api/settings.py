@@ -39,7 +39,9 @@ class ApiSettings(BaseSettings):
     max_question_chars: int = Field(default=2_000, ge=10)
     rate_limit_per_minute: float = Field(default=120.0, gt=0)
     rate_limit_burst: int = Field(default=30, ge=1)
-    max_tasks_per_key: int = Field(default=8, ge=1, description="queued + running, per key")
+    max_tasks_per_key: int = Field(
+        default=8, ge=1, description="queued + running + paused for review, per key"
+    )
     task_workers: int = Field(default=2, ge=1, le=64)
     task_lease_s: float = Field(
         default=30.0,

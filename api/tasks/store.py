@@ -356,16 +356,18 @@ class TaskStore(ABC):
 
     def count_active(self, key_id: str) -> int:
         return self._count(
-            "SELECT COUNT(*) AS n FROM tasks WHERE key_id = ? AND status IN ('queued', 'running')",
+            # a task paused for review is unfinished work of its key too
+            "SELECT COUNT(*) AS n FROM tasks WHERE key_id = ?"
+            " AND status IN ('queued', 'running', 'input_required')",
             (key_id,),
         )
 
     def queue_stats(self) -> dict[str, tuple[int, float | None]]:
-        """Tasks queued and running, all processes of the store: status -> (count, creation
-        time of the oldest)."""
+        """Tasks queued, running and paused for review, all processes of the store: status
+        -> (count, creation time of the oldest)."""
         rows = self._all(
             "SELECT status, COUNT(*) AS n, MIN(created_at) AS oldest FROM tasks"
-            " WHERE status IN ('queued', 'running') GROUP BY status"
+            " WHERE status IN ('queued', 'running', 'input_required') GROUP BY status"
         )
         return {
             row["status"]: (int(row["n"]), None if row["oldest"] is None else float(row["oldest"]))

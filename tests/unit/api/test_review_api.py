@@ -305,3 +305,15 @@ def test_ask_review_asks_on_the_terminal_until_the_decision_is_valid(
     # The runner echoes the typed input to stdout; the answer is the JSON after it.
     answer = json.loads(result.stdout[result.stdout.index("\n{") :])
     assert answer["answerable"] and "Payments Platform" in answer["answer"]
+
+
+async def test_paused_tasks_count_toward_the_keys_cap(harness: Harness, settings: Any) -> None:
+    harness.settings = settings.model_copy(update={"max_tasks_per_key": 1})
+    async for client in _client_for(harness):
+        task = await paused(client)
+        r = await client.post("/v1/tasks", json={"question": "q"}, headers=AUTH_A)
+        assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_tasks"
+        stats = harness.services.tasks.queue_stats()  # type: ignore[union-attr]
+        assert stats["input_required"][0] == 1
+        assert (await decide(client, task["id"], {"action": "approve"})).status_code == 200
+        await wait_status(client, task["id"], "succeeded")
