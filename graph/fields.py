@@ -38,8 +38,19 @@ class FieldAnswer:
     value: str
 
 
-def field_answer(
+def named_answer(
     shape: QuestionShape, question: str, evidence: list[Evidence]
+) -> FieldAnswer | None:
+    """A labelled line's value, else the name apposed to the asked kind (the statements
+    bound to the question read once for both)."""
+    found = statements(question, evidence)
+    return _field_answer(shape, question, evidence, found) or _apposition_answer(
+        shape, question, found
+    )
+
+
+def _field_answer(
+    shape: QuestionShape, question: str, evidence: list[Evidence], found: list[Statement]
 ) -> FieldAnswer | None:
     """The value of the best-bound field line whose label is what the question asks, when
     it has the asked type and no nearly as well bound field line gives another."""
@@ -48,7 +59,7 @@ def field_answer(
         return None
     read: list[tuple[Statement, str]] = []
     # The newer of two documents stating the same field (a policy and its replacement).
-    for st in superseded(statements(question, evidence), evidence):
+    for st in superseded(found, evidence):
         # A ticket export writes several fields on one line: "Status: Done | Assignee: X".
         for part in st.sentence.split(" | "):
             value = _value(part, asked, shape)
@@ -145,8 +156,8 @@ def _answer(value: str, shape: QuestionShape) -> str | None:
 _APPOSED = r"(?:[A-Z][\w'’&.-]*(?:\s+(?:of|de|and|&)?\s*[A-Z][\w'’&.-]*)*|[a-z][\w.]*-[\w.-]+)"
 
 
-def apposition_answer(
-    shape: QuestionShape, question: str, evidence: list[Evidence]
+def _apposition_answer(
+    shape: QuestionShape, question: str, found: list[Statement]
 ) -> FieldAnswer | None:
     """ "Which carrier ...?": the name after "the carrier" in the best-bound sentence that
     writes one, when no nearly as well bound sentence apposes another name."""
@@ -156,7 +167,7 @@ def apposition_answer(
     pattern = re.compile(rf"\b(?i:the|a|an|our|its)\s+{kind}s?\s+({_APPOSED})")
     asked = question.casefold()
     read: list[tuple[Statement, str]] = []
-    for st in statements(question, evidence):
+    for st in found:
         for m in pattern.finditer(st.sentence):
             name = m.group(1).strip(" .")
             if name and name.casefold() not in asked:

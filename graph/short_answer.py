@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph.fields import apposition_answer, field_answer
+from graph.fields import named_answer
 from graph.lexicon import related
 from graph.measures import group_size, length_m, per_year, span_s
 from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
@@ -878,9 +878,7 @@ def wh_answer(
             return named
     if kind in {"person", "entity"}:
         # A labelled line states it: "Chief Technology Officer: Bo Chen".
-        field = field_answer(shape, question, evidence) or apposition_answer(
-            shape, question, evidence
-        )
+        field = named_answer(shape, question, evidence)
         if field is not None:
             return Found(field.value, [(field.n, field.line)])
     # A person's name next to a relation word in running text is too often another person
