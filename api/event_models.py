@@ -33,6 +33,12 @@ class AnswerStarted(BaseModel):
     project: str | None = None
     mode: str = Field(description="hybrid or iterative")
     ts: float = Field(description="epoch seconds")
+    trace_id: str | None = Field(
+        default=None,
+        pattern="^[0-9a-f]{32}$",
+        description="the request's OpenTelemetry trace id (the run's spans are in it); "
+        "absent when tracing is off",
+    )
 
 
 class RunEvent(BaseModel):

@@ -22,6 +22,7 @@ from api.schemas import AnswerRequest
 from api.tasks.store import new_id
 from graph.models import Caller, ResearchResult, RunOptions, TraceEvent
 from retrieval.engines.base import is_engine_panic
+from tools.telemetry import current_trace_id
 
 log = logging.getLogger("waypoint.api.answers")
 router = APIRouter(prefix="/v1", tags=["answers"])
@@ -136,18 +137,20 @@ async def _stream(
                 await queue.put(None)
 
     n = 1
-    yield sse_event(
-        n,
-        "metadata",
-        {
-            "run_id": run_id,
-            "question": question,
-            "user": caller.user,
-            "project": caller.project,
-            "mode": options.mode,
-            "ts": time.time(),
-        },
-    )
+    metadata: dict[str, Any] = {
+        "run_id": run_id,
+        "question": question,
+        "user": caller.user,
+        "project": caller.project,
+        "mode": options.mode,
+        "ts": time.time(),
+    }
+    # The request's trace (the run's spans are in it): a browser's EventSource cannot read
+    # the X-Trace-Id header, so the stream names it itself.
+    trace_id = current_trace_id()
+    if trace_id is not None:
+        metadata["trace_id"] = trace_id
+    yield sse_event(n, "metadata", metadata)
     runner = asyncio.create_task(run())
     status = "failed"
     try:

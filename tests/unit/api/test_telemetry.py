@@ -39,6 +39,7 @@ from graph.policies.llm import LLMPolicy
 from graph.runner import Researcher
 from graph.settings import GraphSettings
 from tests.unit.api.conftest import AUTH_A
+from tests.unit.api.test_tasks_and_streams import parse_sse
 from tools.testing import LEDGER_QUESTION, ledger_corpus, memory_search
 
 PLAN = {"calls": [{"tool": "search_knowledge", "input": "Ledger runbook author"}]}
@@ -209,6 +210,37 @@ async def test_one_answer_is_one_trace_request_agent_rounds_tools_and_chats(
 
     assert metadata.type == "metadata"
     assert metadata.data["trace_id"] == trace.format_trace_id(_trace_id(server[0]))
+
+
+async def test_a_streamed_answer_names_its_trace_in_the_metadata_frame(
+    spans: InMemorySpanExporter, settings: ApiSettings, researcher: Researcher
+) -> None:
+    sse = {**AUTH_A, "Accept": "text/event-stream"}
+    async for client in _client(settings, researcher):
+        r = await client.post("/v1/answers", json={"question": LEDGER_QUESTION}, headers=sse)
+        assert r.status_code == 200, r.text
+    events = parse_sse(r.text)
+    assert events[0]["event"] == "metadata" and events[-1]["event"] == "done"
+    (server,) = [s for s in spans.get_finished_spans() if s.kind is SpanKind.SERVER]
+    trace_id = trace.format_trace_id(_trace_id(server))
+    # The client reads the trace from the stream itself (a browser's EventSource cannot
+    # read response headers), and it is the request's trace, the run's spans included.
+    assert events[0]["data"]["trace_id"] == trace_id == r.headers["x-trace-id"]
+    agent = next(s for s in spans.get_finished_spans() if s.name == "invoke_agent waypoint")
+    assert trace.format_trace_id(_trace_id(agent)) == trace_id
+
+
+async def test_without_tracing_the_metadata_frame_has_no_trace_id(
+    settings: ApiSettings, researcher: Researcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import api.routers.answers
+
+    monkeypatch.setattr(api.routers.answers, "current_trace_id", lambda: None)
+    sse = {**AUTH_A, "Accept": "text/event-stream"}
+    async for client in _client(settings, researcher):
+        r = await client.post("/v1/answers", json={"question": LEDGER_QUESTION}, headers=sse)
+    metadata = parse_sse(r.text)[0]
+    assert metadata["event"] == "metadata" and "trace_id" not in metadata["data"]
 
 
 def test_json_log_lines_carry_the_trace_id_of_the_current_span(
