@@ -367,7 +367,10 @@ def _print_hits(result: SearchResult) -> None:
         loc = hit.locator
         where = " > ".join(loc.heading_path) if loc.heading_path else ""
         span = f" chars {loc.char_start}-{loc.char_end}" if loc.char_start is not None else ""
-        console.print(f"[bold]{i}. {hit.title or hit.doc_id}[/]  [dim]{hit.id}{span}[/]")
+        label = f"  {escape(loc.label)}" if loc.label else ""  # "report.pdf p. 4"
+        console.print(
+            f"[bold]{i}. {escape(hit.title or hit.doc_id)}[/]{label}  [dim]{hit.id}{span}[/]"
+        )
         if where:
             console.print(f"   [dim]{where}[/]")
         text = " ".join(hit.text.split())

@@ -108,7 +108,11 @@ def print_result(result: ResearchResult) -> None:
     if result.citations:
         console.print("\n[bold]Sources[/bold]")
         for c in result.citations:
-            console.print(f"  [{c.n}] {c.title} ({c.evidence_id})", markup=False, highlight=False)
+            # Where in a paged or tabular file: "report.pdf p. 4" (None elsewhere).
+            where = f", {c.locator.label}" if c.locator.label else ""
+            console.print(
+                f"  [{c.n}] {c.title}{where} ({c.evidence_id})", markup=False, highlight=False
+            )
     for w in result.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     console.print(

@@ -104,6 +104,8 @@ function renderAnswer(text, citations) {
   $("citations").replaceChildren(...citations.map((c) => el("li", { value: c.n },
     el("a", { class: "cite", href: "#", "data-n": c.n,
               onclick: (ev) => { ev.preventDefault(); showPassage(c); } }, c.title || c.doc_id),
+    // where in a paged or tabular file: "report.pdf p. 4", "deck.pptx slide 3"
+    ...(c.locator && c.locator.label ? [el("span", { class: "locator" }, `, ${c.locator.label}`)] : []),
     el("span", { class: "muted" }, ` ${c.evidence_id}`))));
   $("passage").hidden = true;
 }
@@ -112,6 +114,7 @@ function showPassage(c) {
   $("passage-title").textContent = `[${c.n}] ${c.title}`;
   const loc = c.locator || {};
   const where = [loc.chunk_id || c.evidence_id];
+  if (loc.label) where.push(loc.label);
   if (loc.heading_path && loc.heading_path.length) where.push(loc.heading_path.join(" › "));
   if (loc.char_start != null) where.push(`chars ${loc.char_start}–${loc.char_end}`);
   $("passage-where").textContent = where.join(" · ");
