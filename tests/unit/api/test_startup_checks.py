@@ -114,6 +114,30 @@ async def test_healthz_is_200_on_a_sound_home(harness: Harness) -> None:
         assert r.status_code == 200 and r.json()["status"] == "ok"
 
 
+@pytest.mark.parametrize(
+    "error",
+    [sqlite3.OperationalError("disk I/O error"), ConnectionError("server closed the connection")],
+)
+async def test_healthz_reports_a_failing_task_store_with_503(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """Live, not from start-up: the task store is asked at each probe. A Postgres store
+    fails with the driver's own errors (psycopg's, not sqlite3's)."""
+    async for client in _client_for(harness):
+        assert harness.services is not None
+
+        def failing(*_: object) -> int:
+            raise error
+
+        monkeypatch.setattr(harness.services.tasks, "count_active", failing)
+        r = await client.get("/healthz")
+        assert r.status_code == 503, r.text
+        body = r.json()
+        assert body["status"] == "degraded"
+        assert body["checks"]["tasks"] == f"error: {type(error).__name__}"
+        assert "closed" not in r.text and "disk" not in r.text  # no internals without a key
+
+
 async def test_a_damaged_home_stops_the_lifespan_before_any_store_opens(
     settings: ApiSettings, harness: Harness
 ) -> None:
