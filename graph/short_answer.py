@@ -550,6 +550,107 @@ def _same_value(shape: QuestionShape, question: str, evidence: list[Evidence]) -
     return Found("yes" if answer else "no", support)
 
 
+# -- what two things have in common ------------------------------------------------------
+
+# "What profession do X and Y have in common?", "X and Y are both located in which
+# country?", "What nationality were X and Y?": the value of the asked kind that both
+# subjects' own pages state. Kinds read off a page's defining sentence ("X is an American
+# poet and novelist"): what it is (its head nouns), its nationality, its genre (the words
+# before the head noun both pages share); a place is any name both pages write.
+_TRADE_KINDS = frozenset("profession occupation job career trade".split())
+_NATION_KINDS = frozenset({"nationality", "citizenship"})
+_PLACE_AREA_KINDS = frozenset("country state city county province region continent island".split())
+_GENRE_KINDS = frozenset({"genre", "style"})
+_PAIR = re.compile(
+    r"((?:[A-Z][\w'’.-]*\s+)*[A-Z][\w'’.-]*)\s+and\s+((?:[A-Z][\w'’.-]*)(?:\s+[A-Z][\w'’.-]*)*)"
+)
+_ASKED_KIND = re.compile(r"\b(?:which|what|this)\s+([a-z]+)", re.I)
+_DEFINING = re.compile(
+    r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+(.+?)"
+    r"(?=[.;:(]|\s+(?:who|which|that|whose|known|best|born|from|based|founded|located|in|of|"
+    r"with|for|by|on|at)\b|$)"
+)
+
+
+def shared_value(question: str, evidence: list[Evidence]) -> Found | None:
+    ask = ask_of(question).rstrip(" ?")
+    kinds = [stem(m.group(1).casefold()) for m in _ASKED_KIND.finditer(ask)]
+    kind = next((k for k in kinds if k not in STOPWORDS and k not in _AUX_WORDS), None)
+    if kind is None or not (
+        {kind} & (_TRADE_KINDS | _NATION_KINDS | _PLACE_AREA_KINDS | _GENRE_KINDS)
+    ):
+        return None
+    pair = _PAIR.search(ask)
+    if not pair:
+        return None
+    names = [_trim_wh(pair.group(1)), pair.group(2).strip()]
+    if not all(names):
+        return None
+    found: list[list[str]] = []
+    support: list[tuple[int, str]] = []
+    own = {w for name in names for w in words(name)}
+    for name in names:
+        pages = _pages_of(name, evidence)
+        if not pages or not base_title(evidence[pages[0] - 1].title).casefold().startswith(
+            name.casefold()[:4]
+        ):
+            return None  # only a subject's own page says what it is
+        n = pages[0]
+        lead = (sentences(evidence[n - 1].text) or [""])[0]
+        values = _kind_values(kind, lead, evidence[n - 1].text, own)
+        if not values:
+            return None
+        found.append(values)
+        support.append((n, lead))
+    common = [v for v in found[0] if any(v.casefold() == w.casefold() for w in found[1])]
+    if not common or (kind in _PLACE_AREA_KINDS | _NATION_KINDS and len(common) != 1):
+        return None
+    return Found(_listed(common), support)
+
+
+def _trim_wh(name: str) -> str:
+    """ "What Henry Roth" -> "Henry Roth": the capitalised question word is no name."""
+    toks = name.split()
+    while toks and toks[0].casefold() in _WH_WORDS | STOPWORDS:
+        toks.pop(0)
+    return " ".join(toks)
+
+
+def _kind_values(kind: str, lead: str, text: str, own: set[str]) -> list[str]:
+    if kind in _PLACE_AREA_KINDS:
+        opening = " ".join(sentences(text)[:2])
+        return list(
+            dict.fromkeys(
+                m.group(0)
+                for m in re.finditer(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*", opening)
+                if not set(words(m.group(0))) & (own | STOPWORDS)
+                and not _DEMONYM.fullmatch(m.group(0))
+            )
+        )
+    if kind in _NATION_KINDS:
+        return list(
+            dict.fromkeys(
+                m.group(0) for m in _DEMONYM.finditer(lead) if m.group(0).casefold() not in own
+            )
+        )
+    m = _DEFINING.search(lead)
+    if not m:
+        return []
+    items = [i.strip() for i in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", m.group(1))]
+    items = [i for i in items if i and i.split()[-1][:1].islower()]
+    if kind in _TRADE_KINDS:
+        return list(dict.fromkeys(i.split()[-1] for i in items))
+    # a genre: the words before the head noun of the first thing the page says it is
+    first = items[0].split() if items else []
+    return [w for w in first[:-1] if w[:1].islower() and w not in STOPWORDS]
+
+
+def _listed(values: list[str]) -> str:
+    if len(values) <= 2:
+        return " and ".join(values)
+    return ", ".join(values[:-1]) + " and " + values[-1]
+
+
 # -- wh-questions ------------------------------------------------------------------------
 
 # How far (in words) after its cue a value may stand: "born in Brooklyn", "directed by
@@ -963,6 +1064,9 @@ def find_short_answer(
         return choose(shape, question, evidence)
     if shape.answer_type == "yesno":
         return yes_no(shape, question, evidence)
+    shared = shared_value(question, evidence)
+    if shared is not None:
+        return shared
     tabled = _from_table(question, evidence)
     if not supports:
         return tabled  # a wh-value is read only off what supports the answer

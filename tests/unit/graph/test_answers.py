@@ -296,6 +296,38 @@ def test_both_with_the_class_after_the_second_name() -> None:
     )
 
 
+def test_what_two_subjects_have_in_common() -> None:
+    people = [
+        ev("w:a", "Ana Ruiz", "Ana Ruiz (born 1970) is a Portuguese poet, novelist and critic."),
+        ev("w:b", "Ben Holt", "Ben Holt was a Portuguese journalist and poet from Porto."),
+    ]
+    trade = find_short_answer(
+        "What profession do Ana Ruiz and Ben Holt have in common?", people, []
+    )
+    assert trade is not None and trade.value == "poet"
+    assert sorted(n for n, _ in trade.support) == [1, 2]
+    nation = find_short_answer("What nationality were Ana Ruiz and Ben Holt?", people, [])
+    assert nation is not None and nation.value == "Portuguese"
+    # nothing shared, or a subject without its own page: no answer
+    people[1] = ev("w:b", "Ben Holt", "Ben Holt is a Canadian industrial designer.")
+    assert find_short_answer("What profession do Ana Ruiz and Ben Holt share?", people, []) is None
+    assert find_short_answer("What nationality were Ana Ruiz and Ben Holt?", people, []) is None
+    stray = [people[0], ev("w:c", "Porto", "Ben Holt, a poet, lived in Porto.")]
+    assert find_short_answer("What occupation do Ana Ruiz and Ben Holt share?", stray, []) is None
+    towns = [
+        ev("t:a", "Alvor", "Alvor is a town in Faro District, Portugal."),
+        ev("t:b", "Sines", "Sines is a city in Setubal District, Portugal. It has a port."),
+    ]
+    country = find_short_answer("Alvor and Sines are both located in which country?", towns, [])
+    assert country is not None and country.value == "Portugal"
+    bands = [
+        ev("b:a", "Lit", "Lit is an American punk rock band from California."),
+        ev("b:b", "Adorable", "Adorable was an English rock band."),
+    ]
+    genre = find_short_answer("What genre of music was played by both Lit and Adorable?", bands, [])
+    assert genre is not None and genre.value == "rock"
+
+
 def test_choice_by_a_length_or_a_duration_in_one_unit() -> None:
     towers = [
         ev("w:a", "North Tower", "The North Tower is a 650 ft office building."),
