@@ -5,7 +5,12 @@ A versioned source (a git repository) builds on what was indexed before: the cat
 keeps the commit the source is at and the settings it was loaded with; the next load
 reads only the files changed since that commit, and the changed documents, the deletions
 of removed files and the new commit are one catalog transaction (all or nothing).
-Other sources are loaded whole, and unchanged documents cost nothing.
+Other sources are loaded whole, and unchanged documents cost nothing. A plain folder (or
+a zip) loaded again under the source it was last synced from stands for all of that
+source: the documents whose files were removed from it are deleted with the last batch
+(one catalog transaction), and the report counts them. Files met but not read this time
+(a failure, a size cap) keep their documents; another folder or a single file loaded
+under the same source name deletes nothing.
 """
 
 from __future__ import annotations
@@ -56,7 +61,13 @@ def ingest_path(
             since = indexed.version
     loaded = load_path(root, source=source, acl=acl, project=project, ref=ref, since=since)
     if loaded.version is None:
-        report = store.ingest(loaded.records, progress=progress, project=project, origin=origin)
+        report = store.ingest(
+            loaded.records,
+            progress=progress,
+            project=project,
+            origin=origin,
+            delete_docs=_removed_files(store, loaded, origin),
+        )
         return SyncResult(loaded, report)
     emitted = {r.doc_id for r in loaded.records}
     present = store.catalog.document_ids(loaded.source, loaded.touched)
@@ -74,6 +85,18 @@ def ingest_path(
         atomic=loaded.touched is not None,
     )
     return SyncResult(loaded, report)
+
+
+def _removed_files(store: Store, loaded: ConnectorResult, origin: str) -> list[str]:
+    """Documents of a folder's source whose files are gone from it (see the module
+    docstring); none unless the source was last synced from this same folder."""
+    if loaded.found is None:
+        return []
+    info = next((s for s in store.catalog.sources() if s.name == loaded.source), None)
+    if info is None or info.origin != origin:
+        return []
+    emitted = {r.doc_id for r in loaded.records}
+    return loaded.found.removed(store.catalog.document_ids(loaded.source), emitted)
 
 
 def _load_config(acl: list[str] | None, project: str | None, ref: str | None, store: Store) -> str:

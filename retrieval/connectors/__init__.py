@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from retrieval.connectors.archives import ARCHIVE_SUFFIXES
 from retrieval.connectors.base import (
     BaseConnector,
     ConnectorSettings,
@@ -28,6 +29,7 @@ from retrieval.connectors.base import (
     SourceDocument,
 )
 from retrieval.connectors.files import SUFFIXES, FilesConnector
+from retrieval.connectors.found import FoundFiles
 from retrieval.connectors.git import GitError, is_git_repository, load_repository
 from retrieval.connectors.jsonl import JsonlConnector
 from retrieval.connectors.slack import Distiller, SlackConnector, is_slack_export
@@ -64,6 +66,9 @@ class ConnectorResult:
     # None and ``touched`` empty (nothing is deleted).
     version: str | None = None
     touched: list[str] | None = field(default_factory=list)
+    # An unversioned folder or zip: the load stands for its source, but for the files
+    # met and not read (:mod:`.found`). None for a single file and the other connectors.
+    found: FoundFiles | None = None
 
 
 def default_source(path: Path) -> str:
@@ -153,10 +158,14 @@ def load_path(
     else:
         connector = FilesConnector(ctx)
     records = _run(connector, root, ctx)
+    found: FoundFiles | None = None
     if isinstance(connector, FilesConnector):
+        failed = len(ctx.failures)
         records.extend(_load_exports(connector.exports, ctx))
+        if root.is_dir() or root.suffix.lower() in ARCHIVE_SUFFIXES:
+            found = FoundFiles(connector.unread(), exports_complete=len(ctx.failures) == failed)
     return ConnectorResult(
-        records, ctx.failures, ctx.skipped, kind, source, connector.sync_interval
+        records, ctx.failures, ctx.skipped, kind, source, connector.sync_interval, found=found
     )
 
 

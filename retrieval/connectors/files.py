@@ -121,6 +121,10 @@ class FilesConnector(BaseConnector[FileItem]):
         super().__init__(ctx)
         # JSONL / JSON export files met while walking a folder (see ``is_export_file``).
         self.exports: list[Path] = []
+        # The id paths of the other files met in a folder or zip, and of those that gave
+        # documents: the rest keep what they had (:mod:`.found`).
+        self.met: set[str] = set()
+        self.read: set[str] = set()
 
     def fetch(self, path: Path) -> Iterator[FileItem]:
         if path.is_file():
@@ -142,14 +146,25 @@ class FilesConnector(BaseConnector[FileItem]):
             if suffix in ARCHIVE_SUFFIXES:
                 yield from self._archive(child, path)
                 continue
+            self.met.add(rel.as_posix())
             if suffix not in SUFFIXES:
                 self.ctx.skip(child, f"unsupported file type {child.suffix or '(none)'}")
                 continue
             yield from self._check(FileItem(child, path))
 
     def _archive(self, archive: Path, root: Path) -> Iterator[FileItem]:
-        for name, data, mtime in archive_members(archive, self.ctx, self._accept_member):
+        prefix = "" if archive == root else f"{archive.relative_to(root).as_posix()}/"
+        failed = len(self.ctx.failures)
+
+        def accept(name: str, where: str) -> bool:
+            self.met.add(prefix + name)
+            return self._accept_member(name, where)
+
+        for name, data, mtime in archive_members(archive, self.ctx, accept):
             yield FileItem(archive, root, name, data, mtime)
+        if any(where == str(archive) for where, _ in self.ctx.failures[failed:]):
+            # Refused or unreadable as a whole: its documents stay as they were.
+            self.met.add(prefix.rstrip("/"))
 
     def _accept_member(self, name: str, where: str) -> bool:
         suffix = _suffix(name)
@@ -176,11 +191,19 @@ class FilesConnector(BaseConnector[FileItem]):
         yield item
 
     def transform(self, raw: FileItem) -> list[Record]:
-        return [
+        records = [
             record
             for doc in self.documents(raw)
             for record in document_records(doc, self.ctx.settings)
         ]
+        if records:
+            self.read.add(raw.rel)
+        return records
+
+    def unread(self) -> set[str]:
+        """Files met that gave no document this time (failed, skipped, an archive
+        refused as a whole)."""
+        return self.met - self.read
 
     def document(self, raw: FileItem) -> SourceDocument | None:
         """The (first) document of one file; a bad file is reported and gives ``None``."""

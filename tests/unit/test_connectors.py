@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import shutil
+import zipfile
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from retrieval.connectors import ConnectorSettings, detect_kind, load_path
 from retrieval.connectors.base import LoadContext
 from retrieval.connectors.files import FileItem, FilesConnector, html_to_text
+from retrieval.connectors.found import FoundFiles
 from retrieval.connectors.slack import (
     Distilled,
     SlackConnector,
@@ -519,3 +521,32 @@ def test_deterministic_question_and_resolution_rules() -> None:
     assert distilled.resolution == "The cron entry in cronhound is still enabled."
     short = SlackThread(channel, "1.0", [SlackMessage("1.0", "Ann", "Build is red. Anyone?")])
     assert DeterministicDistiller().distill(short, DocFreq()).question == "Build is red. Anyone?"
+
+
+def test_a_folder_load_tells_removed_files_from_unread_ones(tmp_path: Path) -> None:
+    root = tmp_path / "mixed"
+    root.mkdir()
+    (root / "page.md").write_text("# Page\n\nText.\n")
+    (root / "big.md").write_text("# Big\n\n" + "word " * 400)  # over the size cap: skipped
+    (root / "bad.md").write_bytes(b"\x00binary")  # fails
+    (root / "broken.zip").write_bytes(b"not a zip")  # refused as a whole
+    with zipfile.ZipFile(root / "pack.zip", "w") as zf:
+        zf.writestr("x.md", "# X\n\nText.\n")
+    shutil.copy(PASSAGES, root / "passages.jsonl")  # has bad lines: exports incomplete
+    result = load_path(root, source="s", settings=RetrievalSettings(max_file_bytes=1000))
+    assert result.found is not None and not result.found.exports_complete
+    emitted = {r.doc_id for r in result.records}
+    kept = ["s:page.md", "s:big.md", "s:bad.md", "s:pack.zip/x.md", "s:broken.zip/z.md"]
+    gone = ["s:gone.md", "s:book.xlsx/Q3", "s:pack.zip/y.md"]
+    known = [*kept, *gone, "s:p1", "s:p-old"]
+    assert result.found.removed(known, emitted) == gone
+    assert result.found.removed(["s:page.md/Old sheet"], emitted) == ["s:page.md/Old sheet"]
+    # Exports that loaded whole stand for their documents too.
+    assert FoundFiles(set()).removed(["s:a.md", "s:p-old"], {"s:a.md"}) == ["s:p-old"]
+    # A zip loaded itself: its members; unreadable, every document stays.
+    packed = load_path(root / "pack.zip", source="s")
+    assert packed.found is not None and packed.found.removed(["s:y.md"], set()) == ["s:y.md"]
+    broken = load_path(root / "broken.zip", source="s")
+    assert broken.found is not None and broken.found.removed(["s:z.md"], set()) == []
+    # One file stands for itself only.
+    assert load_path(root / "page.md", source="s").found is None

@@ -9,20 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from api.cli.main import _register_all, app
 from tests.integration.git_repo import git
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
-
-
-@pytest.fixture(scope="module")
-def cli():
-    if not app.registered_commands:
-        _register_all()
-    runner = CliRunner()
-    return lambda *args: runner.invoke(app, list(args))
 
 
 def _summary(result) -> dict:

@@ -5,24 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
-
-from api.cli.main import _register_all, app
-
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "connectors"
-
-
-@pytest.fixture(scope="module")
-def cli():
-    if not app.registered_commands:
-        _register_all()
-    runner = CliRunner()
-
-    def run(*args: str, env: dict[str, str] | None = None):
-        return runner.invoke(app, list(args), env=env)
-
-    return run
 
 
 def _docs(tmp_path: Path) -> Path:
