@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,8 @@ def test_reingesting_a_folder_deletes_the_documents_of_removed_files(cli, tmp_pa
     first = cli("ingest", str(root), "--index", index)
     assert first.exit_code == 0, first.output
     assert "7 added" in first.stdout
+    # Progress on stderr, with its rate: "wiki: 7 record(s) indexed in 1.2 s (6 records/s)".
+    assert re.search(r"wiki: 7 record\(s\) indexed in [0-9.]+ s \([0-9]+ records/s\)", first.stderr)
     assert "broken link wiki:a.md -> gone.md" in first.stdout
 
     (root / "b.md").unlink()
