@@ -25,6 +25,7 @@ from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
 from graph.statements import (
     ARRIVAL,
     VERSION_NOTE,
+    Statement,
     asks_more_than_once,
     assigned_value,
     statements,
@@ -796,25 +797,31 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
     if not found:
         return None
     best = found[0]
+    counted = _counted_noun(question)
+
+    def values(s: Statement) -> tuple[str, ...]:
+        # "how many replicas": of "one primary and two replicas", the number that counts
+        # replicas; a sentence counting something else states no rival
+        if counted:
+            return tuple(v for v in s.values if _counting(v, s.sentence, counted))
+        return s.values
+
     rivals = {
         v
         for s in found[1:]
         if s.bound >= best.bound - _CLOSE
         and s.direct >= best.direct - _CLOSE
         and s.subject >= best.subject
-        and len(s.values) == 1
-        for v in s.values
+        and len(values(s)) == 1
+        for v in values(s)
     }
-    value = best.values[0] if len(best.values) == 1 and rivals <= set(best.values) else None
+    own = values(best)
+    value = own[0] if len(own) == 1 and rivals <= set(own) else None
     if value is None or asks_more_than_once(question):
         # Undetermined, or the question's last hop ("... that clock") is not what the
         # scope was bound to: the supporting sentences are quoted instead.
         return None
-    counted = _counted_noun(question)
     if counted:
-        # "how many minutes": the number that counts minutes ("within 5 minutes")
-        if not _counting(value, best.sentence, counted):
-            return None
         value = _measured(value, counted)
     elif not _noted(value, best.sentence) and not _beside_asked(value, best.sentence, question):
         return None  # the value stands apart from every word the question asks about

@@ -390,6 +390,27 @@ def test_a_newer_version_of_a_statement_replaces_the_older_one() -> None:
     assert "5 minutes" in answer.text and "30 minutes" not in answer.text
 
 
+def test_how_many_reads_the_number_that_counts_the_asked_noun() -> None:
+    from graph.short_answer import stated_value
+
+    q = "How many replicas does the ledger PostgreSQL cluster have?"
+    page = ev(
+        "w:l",
+        "ledger",
+        "- Datastore: PostgreSQL 15 (cluster ledger-pg, one primary and two replicas)",
+    )
+    # a sentence writing three numbers: the one before "replicas" is the answer
+    got = stated_value(q, [page])
+    assert got is not None and got.value == "two"
+    # as well bound, counting replicas otherwise: not determined
+    rival = ev("w:m", "ledger cluster", "The ledger PostgreSQL cluster has three replicas.")
+    assert stated_value(q, [page, rival]) is None
+    # counting something else is no rival
+    other = ev("w:m", "ledger cluster", "The ledger PostgreSQL cluster has three operators.")
+    got = stated_value(q, [page, other])
+    assert got is not None and got.value == "two"
+
+
 def test_a_hop_is_cited_with_the_passage_that_named_it() -> None:
     from tools.evidence import Provenance
 
