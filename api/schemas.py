@@ -16,8 +16,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from api.errors import ErrorDetail
 from graph.models import ResearchResult, RunOptions, TraceEvent
 from retrieval.search_models import MAX_LEG_TIMEOUT_S, MAX_NAME_CHARS, SearchOptions
+from tools.catalog import DEFAULT_TOOLS
 
 MIN_LEG_TIMEOUT_S = 0.1
+TOOL_NAMES = tuple(t.name for t in DEFAULT_TOOLS)  # what a reviewer's call may name
 
 
 # A request body means what its JSON types say, as the schema states them: no "10" for a
@@ -158,7 +160,14 @@ class TaskRequest(AnswerRequest):
 class ReviewCall(_Strict):
     """A tool call a reviewer has the run make instead of the proposed ones."""
 
-    tool: str = Field(min_length=1, max_length=100, examples=["search_knowledge"])
+    # The run refuses any other name (422 invalid_review, the task stays paused): the
+    # schema names the catalog's tools, so a schema-valid decision is one it can take.
+    tool: str = Field(
+        min_length=1,
+        max_length=100,
+        examples=["search_knowledge"],
+        json_schema_extra={"enum": list(TOOL_NAMES)},
+    )
     args: dict[str, Any] = Field(default_factory=dict)
     reason: str = Field(default="", max_length=1_000)
 
@@ -168,6 +177,11 @@ class ReviewInput(_Strict):
 
     model_config = ConfigDict(
         json_schema_extra={
+            # What the run checks (422 invalid_review otherwise): an edit gives its calls,
+            # an approval gives none.
+            "if": {"properties": {"action": {"const": "edit"}}, "required": ["action"]},
+            "then": {"properties": {"calls": {"minItems": 1}}, "required": ["calls"]},
+            "else": {"properties": {"calls": {"maxItems": 0}}},
             "examples": [
                 {"action": "approve"},
                 {"action": "approve", "pin": ["wiki:ledger-runbook"], "exclude": ["payroll"]},
@@ -175,7 +189,7 @@ class ReviewInput(_Strict):
                     "action": "edit",
                     "calls": [{"tool": "search_knowledge", "args": {"query": "Ledger owner"}}],
                 },
-            ]
+            ],
         }
     )
 

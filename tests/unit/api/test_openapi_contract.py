@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from api.app import create_app
 from api.event_models import ANSWER_STREAM, TASK_STREAM
-from api.schemas import AnswerRequest, SearchRequest, TaskRequest, is_blank
+from api.schemas import AnswerRequest, ReviewInput, SearchRequest, TaskRequest, is_blank
 from api.settings import ApiSettings
 from api.webhooks import WebhookUrlError, check_destination
 from tests.unit.api.conftest import AUTH_A
@@ -165,6 +165,57 @@ async def test_what_the_schema_refuses_is_refused(
     r = await client.post(route, json=body, headers=AUTH_A)
     assert r.status_code == 422, r.text
     assert r.json()["error"].get("field") == field, r.text
+
+
+def test_every_route_with_a_json_body_declares_malformed_json(document: dict[str, Any]) -> None:
+    # A body that is not JSON is a 400 malformed_json wherever a body is read.
+    missing = [
+        f"{method.upper()} {path}"
+        for path, item in document["paths"].items()
+        for method, op in item.items()
+        if "application/json" in op.get("requestBody", {}).get("content", {})
+        and "400" not in op["responses"]
+    ]
+    assert not missing
+
+
+def _validator(document: dict[str, Any], model: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    schema = {"$ref": f"#/components/schemas/{model}", "components": document["components"]}
+    return Draft202012Validator(schema)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"action": "approve", "pin": ["wiki:a"], "exclude": ["payroll"]},
+        {"action": "edit", "calls": [{"tool": "search_knowledge", "args": {"query": "q"}}]},
+        {"action": "edit", "calls": [{"tool": "get_links", "args": {"x": 1}}]},  # runs, fails
+        {"action": "edit"},  # an edit gives its calls
+        {"action": "edit", "calls": []},
+        {"action": "approve", "calls": [{"tool": "search_knowledge"}]},  # edit only
+        {"calls": [{"tool": "lookup_entity"}]},  # approve by default: no calls
+        {"action": "edit", "calls": [{"tool": "rm_rf"}]},
+        {"action": "edit", "calls": [{"tool": "search_knowledge"}, {"tool": "NaN"}]},
+    ],
+)
+def test_the_review_schema_accepts_exactly_what_the_run_takes(
+    document: dict[str, Any], body: dict[str, Any]
+) -> None:
+    """A decision the schema allows is one the run can take (schemathesis posted unknown
+    tools the schema allowed: 422 invalid_review), and one it refuses is refused."""
+    from graph.review import InvalidReview, checked
+    from tools.catalog import Catalog
+
+    schema_valid = _validator(document, "ReviewInput").is_valid(body)
+    try:
+        checked({**ReviewInput.model_validate(body).model_dump(mode="json")}, Catalog())
+        taken = True
+    except InvalidReview:
+        taken = False
+    assert schema_valid == taken, (body, schema_valid, taken)
 
 
 @pytest.mark.parametrize("url", ["http://a\uff03b/", "http://[::1/"])
