@@ -100,6 +100,7 @@ def ingest(
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Ingest documents and exports; unchanged content is skipped, changed content replaced.
+    A folder or .zip ingested again deletes the documents of the files removed from it.
     A git repository indexed before is re-synced from its diff: the changed files are read
     again and the removed ones deleted, in one step.
 
