@@ -198,7 +198,7 @@ async def cancel_task(task_id: str, principal: PrincipalDep, services: ServicesD
     "/{task_id}/input",
     response_model=Task,
     operation_id="review_task",
-    responses=error_responses(400, 401, 404, 409, 422),
+    responses=error_responses(400, 401, 404, 409, 413, 422),
 )
 async def review_task(
     task_id: str, body: ReviewInput, principal: PrincipalDep, services: ServicesDep

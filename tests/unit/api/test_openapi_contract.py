@@ -167,14 +167,17 @@ async def test_what_the_schema_refuses_is_refused(
     assert r.json()["error"].get("field") == field, r.text
 
 
-def test_every_route_with_a_json_body_declares_malformed_json(document: dict[str, Any]) -> None:
-    # A body that is not JSON is a 400 malformed_json wherever a body is read.
+@pytest.mark.parametrize("status", ["400", "413"])
+def test_every_route_with_a_json_body_declares_what_a_bad_body_gets(
+    document: dict[str, Any], status: str
+) -> None:
+    # Wherever a body is read: not JSON is a 400 malformed_json, too long a 413.
     missing = [
         f"{method.upper()} {path}"
         for path, item in document["paths"].items()
         for method, op in item.items()
         if "application/json" in op.get("requestBody", {}).get("content", {})
-        and "400" not in op["responses"]
+        and status not in op["responses"]
     ]
     assert not missing
 
