@@ -71,9 +71,26 @@ $(STAMP): $(DEV_STAMP)
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null; }
 	touch $@
 
+# `langgraph dev` for the e2e test of LangGraph's own tooling, in a venv of its own: its
+# in-memory server pins jsonschema-rs below what the dev extra's schemathesis needs (see
+# requirements-langgraph.lock). Waypoint at requirements.lock's versions, jsonschema-rs
+# and the server's own packages at that file's. The venv ignores itself in git.
+LG_VENV := .venv-langgraph
+LG_STAMP := $(LG_VENV)/.waypoint-langgraph
+LG_LOCK := requirements-langgraph.lock
+$(LG_STAMP): pyproject.toml $(LOCK) $(LG_LOCK) Makefile
+	$(call say,langgraph dev (langgraph-cli[inmem]) in $(LG_VENV): a minute or two)
+	test -x $(LG_VENV)/bin/python || $(PY) -m venv $(LG_VENV)
+	echo '*' > $(LG_VENV)/.gitignore
+	$(LG_VENV)/bin/pip install -q --upgrade pip
+	$(LG_VENV)/bin/pip install -q torch==2.13.0
+	grep -v '^jsonschema-rs==' $(LOCK) > $(LG_VENV)/constraints.txt
+	$(LG_VENV)/bin/pip install -q -c $(LG_VENV)/constraints.txt -e . -r $(LG_LOCK)
+	touch $@
+
 setup-demo: $(BASE_STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) $(LG_STAMP)
 
 # Ingesting is incremental: a second `make demo` embeds nothing (unchanged content).
 demo: setup-demo
