@@ -112,6 +112,15 @@ CREATE TABLE IF NOT EXISTS source_jobs (
     failures TEXT,
     error TEXT
 );
+CREATE TABLE IF NOT EXISTS webhook_outbox (
+    webhook_id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    state TEXT NOT NULL,
+    owner TEXT,
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS webhook_outbox_task ON webhook_outbox(task_id);
 CREATE TABLE IF NOT EXISTS workers (
     owner TEXT PRIMARY KEY,
     lease_until DOUBLE PRECISION NOT NULL,

@@ -111,6 +111,15 @@ CREATE TABLE IF NOT EXISTS source_jobs (
     failures TEXT,
     error TEXT
 );
+CREATE TABLE IF NOT EXISTS webhook_outbox (
+    webhook_id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    state TEXT NOT NULL,
+    owner TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS webhook_outbox_task ON webhook_outbox(task_id);
 CREATE TABLE IF NOT EXISTS workers (
     owner TEXT PRIMARY KEY,
     lease_until REAL NOT NULL,
@@ -432,7 +441,8 @@ class TaskStore(ABC):
 
     def release(self, task_id: str | None = None) -> int:
         """A clean stop: this owner's running tasks go back to the queue (marked to resume)
-        and its unsent webhooks to no one, for any process to take now; its lease ends.
+        and its unsent webhooks (and outbox messages) to no one, for any process to take
+        now; its lease ends.
         With ``task_id``: only that task goes back (this process could not go on with it)."""
         if task_id is not None:
             return self._write(f"{_REQUEUE} AND id = ? AND owner = ?", (task_id, self.owner))
@@ -440,6 +450,10 @@ class TaskStore(ABC):
             n = db.rowcount(f"{_REQUEUE} AND owner = ?", (self.owner,))
             db.rowcount(
                 f"UPDATE tasks SET owner = NULL WHERE owner = ? AND {_UNSENT_WEBHOOK}",
+                (self.owner,),
+            )
+            db.rowcount(
+                "UPDATE webhook_outbox SET owner = NULL WHERE owner = ? AND state = 'pending'",
                 (self.owner,),
             )
             db.rowcount("DELETE FROM workers WHERE owner = ?", (self.owner,))
@@ -522,18 +536,28 @@ class TaskStore(ABC):
 
     def pause(self, task_id: str, asked: dict[str, Any]) -> bool:
         """A task this owner runs waits for a person's decision (``input_required``, held
-        by no one: a restart leaves it paused); False if this owner no longer runs it."""
+        by no one: a restart leaves it paused); False if this owner no longer runs it.
+        A task with a webhook gets its ``task.input_required`` message in the outbox in
+        the same transaction (this owner's to send: see :meth:`claim_messages`)."""
         with self._tx() as db:
             row = db.one(
                 "UPDATE tasks SET status = 'input_required', review_request = ?, owner = NULL"
-                " WHERE id = ? AND status = 'running' AND owner = ? RETURNING run_id",
+                " WHERE id = ? AND status = 'running' AND owner = ? RETURNING *",
                 (json.dumps(asked, default=str), task_id, self.owner),
             )
-            if row is not None:
+            if row is None:
+                return False
+            db.rowcount(
+                "UPDATE runs SET status = 'input_required' WHERE run_id = ?", (row["run_id"],)
+            )
+            if row["webhook_url"]:
+                body = webhook_body(self._task(row, deliveries=False), "input_required")
                 db.rowcount(
-                    "UPDATE runs SET status = 'input_required' WHERE run_id = ?", (row["run_id"],)
+                    "INSERT INTO webhook_outbox (webhook_id, task_id, body, state, owner,"
+                    " created_at) VALUES (?, ?, ?, 'pending', ?, ?)",
+                    (new_id("msg"), task_id, body, self.owner, time.time()),
                 )
-        return row is not None
+        return True
 
     def submit_review(self, task_id: str, user: str, decision: dict[str, Any]) -> bool:
         """Queue a paused task of ``user`` to resume with ``decision``; False if it is not
@@ -728,6 +752,44 @@ class TaskStore(ABC):
         rows = self._all(f"SELECT id FROM tasks WHERE {_UNSENT_WEBHOOK} ORDER BY finished_at")
         return [r["id"] for r in rows]
 
+    # A webhook message other than the final one (``task.input_required``) is written to
+    # the outbox with the change it announces, and sent from there: a stop before it was
+    # sent leaves it pending, for this or another process to send (same webhook id).
+    def owned_unsent_messages(self) -> list[str]:
+        """The outbox messages this owner is to send and has not sent yet."""
+        rows = self._all(
+            "SELECT webhook_id FROM webhook_outbox WHERE owner = ? AND state = 'pending'"
+            " ORDER BY created_at",
+            (self.owner,),
+        )
+        return [r["webhook_id"] for r in rows]
+
+    def claim_messages(self, exclusive: bool = False) -> list[str]:
+        """The outbox messages still to be sent whose owner is gone, made this owner's to
+        send (a live owner is sending its own)."""
+        gone, args = self._gone(exclusive, time.time())
+        with self._tx() as db:
+            rows = db.all(
+                f"UPDATE webhook_outbox SET owner = ? WHERE state = 'pending' AND {gone}"
+                " RETURNING webhook_id",
+                (self.owner, *args),
+            )
+        return [r["webhook_id"] for r in rows]
+
+    def outbox_message(self, webhook_id: str) -> TaskRow | None:
+        """An outbox message with its task's webhook URL and key (None if it is gone)."""
+        return self._one(
+            "SELECT m.webhook_id, m.task_id, m.body, m.state, m.owner, t.webhook_url, t.key_id"
+            " FROM webhook_outbox m JOIN tasks t ON t.id = m.task_id WHERE m.webhook_id = ?",
+            (webhook_id,),
+        )
+
+    def settle_message(self, webhook_id: str, state: Literal["delivered", "failed"]) -> None:
+        self._write(
+            "UPDATE webhook_outbox SET state = ?, owner = NULL WHERE webhook_id = ?",
+            (state, webhook_id),
+        )
+
     def _deliveries(self, task_id: str) -> list[TaskRow]:
         return self._all(
             "SELECT * FROM deliveries WHERE task_id = ? ORDER BY at, attempt", (task_id,)
@@ -772,9 +834,9 @@ class TaskStore(ABC):
     # ------------------------------------------------------------ retention
     def prune(self, before: float) -> Pruned:
         """Delete what ended before ``before`` (epoch seconds): finished tasks with their
-        events, webhook deliveries and run entries; finished answer and CLI runs; done
-        idempotency keys created before it; finished source-sync jobs. Queued and running
-        work, and webhooks not yet sent, stay whatever their age."""
+        events, webhook deliveries, outbox messages and run entries; finished answer and
+        CLI runs; done idempotency keys created before it; finished source-sync jobs. Queued
+        and running work, and webhooks not yet sent, stay whatever their age."""
         pruned = Pruned()
         while True:
             with self._tx() as db:
@@ -782,7 +844,7 @@ class TaskStore(ABC):
                 if not ids:
                     break
                 marks = ", ".join("?" for _ in ids)
-                for table in ("task_events", "deliveries", "runs"):
+                for table in ("task_events", "deliveries", "webhook_outbox", "runs"):
                     db.rowcount(f"DELETE FROM {table} WHERE task_id IN ({marks})", tuple(ids))
                 pruned.tasks += db.rowcount(f"DELETE FROM tasks WHERE id IN ({marks})", tuple(ids))
         with self._tx() as db:
@@ -882,11 +944,12 @@ class TaskStore(ABC):
             error=row["error"],
         )
 
-    def _task(self, row: TaskRow) -> Task:
+    def _task(self, row: TaskRow, deliveries: bool = True) -> Task:
+        """The task of a row; without ``deliveries``, its webhook's log is left empty."""
         request = json.loads(row["request"])
         webhook = None
         if row["webhook_url"]:
-            deliveries = self._deliveries(row["id"])
+            logged = self._deliveries(row["id"]) if deliveries else []
             webhook = WebhookState(
                 url=row["webhook_url"],
                 state=row["webhook_state"],
@@ -900,7 +963,7 @@ class TaskStore(ABC):
                         error=d["error"],
                         ok=bool(d["ok"]),
                     )
-                    for d in deliveries
+                    for d in logged
                 ],
             )
         return Task(
@@ -992,3 +1055,16 @@ def _starts(event: dict[str, Any], node: str, round_no: int) -> bool:
 
 def is_terminal(status: str) -> bool:
     return status in TERMINAL
+
+
+def webhook_body(task: Task, status: str | None = None) -> str:
+    """A task webhook's body: ``task.<status>`` (the task's own status unless given), when,
+    and the task as it is (without its webhook state)."""
+    return json.dumps(
+        {
+            "type": f"task.{status or task.status}",
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "data": task.model_dump(mode="json", exclude={"webhook"}),
+        },
+        separators=(",", ":"),
+    )

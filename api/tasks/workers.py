@@ -35,6 +35,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -45,7 +46,7 @@ from api.auth import KeyRing
 from api.events import done_data, run_failed_data
 from api.logging import bound
 from api.schemas import TERMINAL, TaskProgress, TaskRequest, WebhookDelivery
-from api.tasks.store import Recovered, TaskStore
+from api.tasks.store import Recovered, TaskStore, webhook_body
 from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, TraceEvent
 from graph.runner import CallerRevoked, CallerSource, ReviewRequired, UnknownRun
@@ -155,7 +156,8 @@ class WorkerPool:
         self._heartbeat: asyncio.Task[None] | None = None
         self._settled: dict[str, asyncio.Event] = {}
         self._deliveries: set[asyncio.Task[None]] = set()
-        self._delivering: set[str] = set()  # task ids whose webhook is being sent here
+        # Being sent here: task ids (their final webhook), outbox messages' webhook ids.
+        self._delivering: set[str] = set()
         self._stopping = False
 
     # ----------------------------------------------------------- lifecycle
@@ -168,6 +170,8 @@ class WorkerPool:
         exclusive = self.tasks.exclusive
         for task_id in await run_in_threadpool(self.tasks.claim_webhooks, exclusive=exclusive):
             self._spawn_delivery(task_id)
+        for webhook_id in await run_in_threadpool(self.tasks.claim_messages, exclusive=exclusive):
+            self._spawn_message(webhook_id)
         self._workers = [
             asyncio.create_task(self._worker(i), name=f"waypoint-worker-{i}")
             for i in range(self.n_workers)
@@ -202,7 +206,7 @@ class WorkerPool:
             try:
                 await run_in_threadpool(self.tasks.heartbeat, self.lease_s)
                 renewed = time.monotonic()
-                recovered, webhooks, owned = await run_in_threadpool(self._take_stock)
+                recovered, webhooks, messages, owned = await run_in_threadpool(self._take_stock)
             except Exception:  # the database is unreachable now: logged, tried again next beat
                 log.exception("task lease not renewed")
                 if time.monotonic() - renewed > self.lease_s:
@@ -214,6 +218,8 @@ class WorkerPool:
                 self._wake.set()
             for task_id in webhooks:
                 self._spawn_delivery(task_id)  # not if one is in flight here
+            for webhook_id in messages:
+                self._spawn_message(webhook_id)
             for task_id in set(owned) - self._claimed:
                 # Held in the store but not run here (its run was dropped while the store
                 # was unreachable): back to the queue, for this or another process.
@@ -242,13 +248,19 @@ class WorkerPool:
         if pruned:
             log.info("retention: finished work deleted", extra=asdict(pruned))
 
-    def _take_stock(self) -> tuple[Recovered, list[str], dict[str, bool]]:
+    def _take_stock(self) -> tuple[Recovered, list[str], list[str], dict[str, bool]]:
         """A heartbeat's store work after the lease (in a thread): the work of gone owners
-        taken back, and what this owner now holds: unsent webhooks, running tasks (each
-        with whether a cancel was asked)."""
+        taken back, and what this owner now holds: unsent webhooks and outbox messages,
+        running tasks (each with whether a cancel was asked)."""
         recovered = self.tasks.recover()
         self.tasks.claim_webhooks()  # those of gone owners become this owner's
-        return recovered, self.tasks.owned_unsent_webhooks(), self.tasks.owned_running()
+        self.tasks.claim_messages()
+        return (
+            recovered,
+            self.tasks.owned_unsent_webhooks(),
+            self.tasks.owned_unsent_messages(),
+            self.tasks.owned_running(),
+        )
 
     def _drop_runs(self, task_ids: set[str], why: str) -> None:
         """Stop running these tasks here, recording nothing more for them: another process
@@ -508,7 +520,9 @@ class WorkerPool:
             task_id, "input_required", {"task_id": task_id, "run_id": run_id, **asked}
         )
         log.info("task waits for review", extra={"point": asked.get("point")})
-        self._spawn_review_webhook(task_id)
+        # Its webhook was put in the outbox with the pause (sent from there).
+        for webhook_id in await run_in_threadpool(self.tasks.owned_unsent_messages):
+            self._spawn_message(webhook_id)
 
     async def _finish_failed(self, task_id: str, exc: Exception) -> None:
         err = run_failed_data(exc)
@@ -553,63 +567,59 @@ class WorkerPool:
         ):
             self._spawn_delivery(task_id)
 
-    def _spawn_review_webhook(self, task_id: str) -> None:
-        """``task.input_required`` to the task's webhook, if it has one: signed and retried
-        as the final webhook, with its own id, and not in the task's delivery log (which
-        is the final webhook's)."""
-        if self._stopping:
-            return
-        t = asyncio.create_task(self._deliver_review(task_id), name=f"webhook-review-{task_id}")
-        self._deliveries.add(t)
-        t.add_done_callback(self._deliveries.discard)
+    def _spawn_message(self, webhook_id: str) -> None:
+        """Send an outbox message (``task.input_required``): signed and retried as the
+        final webhook, with its own id, and not in the task's delivery log (which is the
+        final webhook's)."""
+        self._send(webhook_id, lambda: self._deliver_message(webhook_id))
 
-    async def _deliver_review(self, task_id: str) -> None:
-        row = await run_in_threadpool(self.tasks.task_row, task_id)
-        if row is None or not row["webhook_url"]:
-            return
-        with bound(task_id=task_id, run_id=row["run_id"]):
-            signed = await run_in_threadpool(self._signed_body, row, "input_required")
-            if signed is None:
+    async def _deliver_message(self, webhook_id: str) -> None:
+        row = await run_in_threadpool(self.tasks.outbox_message, webhook_id)
+        if row is None or row["state"] != "pending" or row["owner"] != self.tasks.owner:
+            return  # sent, pruned, or another process's to send
+        with bound(task_id=row["task_id"]):
+            principal = self.keys.by_key_id(row["key_id"])
+            if not row["webhook_url"] or principal is None or not principal.webhook_secret:
+                log.warning("webhook not sent: the task's key has no webhook secret any more")
+                await run_in_threadpool(self.tasks.settle_message, webhook_id, "failed")
                 return
-            secret, body = signed
 
             async def log_attempt(delivery: WebhookDelivery) -> None:
                 log.info(
-                    "task.input_required webhook attempt",
+                    "webhook message attempt",
                     extra={"attempt": delivery.attempt, "ok": delivery.ok, "error": delivery.error},
                 )
 
-            webhook_id = f"msg_{uuid.uuid4().hex}"
-            await self.sender.deliver(row["webhook_url"], secret, webhook_id, body, log_attempt)
+            ok = await self.sender.deliver(
+                row["webhook_url"], principal.webhook_secret, webhook_id, row["body"], log_attempt
+            )
+            await run_in_threadpool(
+                self.tasks.settle_message, webhook_id, "delivered" if ok else "failed"
+            )
 
-    def _signed_body(self, row: Any, status: str | None = None) -> tuple[str, str] | None:
-        """The secret of the task's key and the webhook body of the task as it is now
-        (``task.<status>``, its status unless given), in a thread; None if the key has no
-        webhook secret any more."""
+    def _signed_body(self, row: Any) -> tuple[str, str] | None:
+        """The secret of the task's key and the webhook body of the task as it is now, in a
+        thread; None if the key has no webhook secret any more."""
         principal = self.keys.by_key_id(row["key_id"])
         if principal is None or not principal.webhook_secret:
             log.warning("webhook not sent: the task's key has no webhook secret any more")
             return None
         task = self.tasks.get_task(row["id"])
         assert task is not None
-        body = json.dumps(
-            {
-                "type": f"task.{status or task.status}",
-                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "data": task.model_dump(mode="json", exclude={"webhook"}),
-            },
-            separators=(",", ":"),
-        )
-        return principal.webhook_secret, body
+        return principal.webhook_secret, webhook_body(task)
 
     def _spawn_delivery(self, task_id: str) -> None:
-        if self._stopping or task_id in self._delivering:
+        self._send(task_id, lambda: self._deliver(task_id))
+
+    def _send(self, key: str, deliver: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Start a delivery, unless one for ``key`` is in flight here."""
+        if self._stopping or key in self._delivering:
             return  # stopping: release() hands it to whoever sends it next
-        self._delivering.add(task_id)
-        t = asyncio.create_task(self._deliver(task_id), name=f"webhook-{task_id}")
+        self._delivering.add(key)
+        t = asyncio.create_task(deliver(), name=f"webhook-{key}")
         self._deliveries.add(t)
         t.add_done_callback(self._deliveries.discard)
-        t.add_done_callback(lambda _: self._delivering.discard(task_id))
+        t.add_done_callback(lambda _: self._delivering.discard(key))
 
     async def _deliver(self, task_id: str) -> None:
         row = await run_in_threadpool(self.tasks.task_row, task_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from api.tasks.store import TaskStore
 from graph.runner import Researcher
 from tests.integration.tasks.conftest import pg_server, pg_url  # noqa: F401
 from tests.unit.api.conftest import AUTH_A, AUTH_B, SECRET, Harness, _client_for
+from tests.unit.api.test_resumed_task_records import HangingReceiver
 from tests.unit.api.test_tasks_and_streams import Receiver, parse_sse
 from tools.testing import LEDGER_QUESTION, ledger_corpus, memory_search
 
@@ -254,6 +256,75 @@ def test_the_store_keeps_a_pause_through_recovery_and_resumes_with_the_decision(
         )
     finally:
         again.close()
+
+
+def test_the_pause_writes_its_webhook_to_the_outbox_for_whoever_sends_it(
+    store_url: str,
+) -> None:
+    """The ``task.input_required`` message is stored with the pause: a process that stops
+    before sending it hands it on, and the next one sends that very message."""
+    first = TaskStore.open(store_url)
+    try:
+        quiet = first.create_task("ana", "kA", REVIEWED, None)
+        hooked = first.create_task("ana", "kA", REVIEWED, "http://127.0.0.1:1/hook")
+        asked = {"point": "plan", "round": 1, "calls": [{"tool": "search_knowledge"}]}
+        for task in (quiet, hooked):
+            assert first.claim_next() is not None and first.pause(task.id, asked)
+        (webhook_id,) = first.owned_unsent_messages()  # the task without a webhook: none
+        first.release()  # stopped before sending it
+        assert first.owned_unsent_messages() == []
+    finally:
+        first.close()
+    again = TaskStore.open(store_url)
+    try:
+        assert again.claim_messages(exclusive=True) == [webhook_id]
+        assert again.claim_messages(exclusive=True) == []  # this owner's now
+        message = again.outbox_message(webhook_id)
+        assert message is not None and message["state"] == "pending"
+        assert message["task_id"] == hooked.id and message["webhook_url"].endswith("/hook")
+        body = WebhookEvent.model_validate_json(message["body"])
+        assert body.type == "task.input_required" and body.data.status == "input_required"
+        assert body.data.review_request is not None
+        assert body.data.review_request.calls == asked["calls"]
+        again.settle_message(webhook_id, "delivered")
+        assert again.owned_unsent_messages() == []
+        assert again.claim_messages(exclusive=True) == []
+        assert again.submit_review(hooked.id, "ana", {"action": "approve"})
+        row = again.claim_next()
+        assert row is not None
+        assert again.finish(hooked.id, "succeeded", result={})
+        again.set_webhook_state(hooked.id, "delivered")
+        assert again.prune(time.time() + 1).tasks == 1
+        assert again.outbox_message(webhook_id) is None  # pruned with its task
+    finally:
+        again.close()
+
+
+async def test_a_pause_webhook_cut_short_by_a_stop_is_sent_after_the_restart(
+    settings: ApiSettings, tmp_path: Path
+) -> None:
+    hanging = HangingReceiver()
+    first = Harness(settings, real_researcher(tmp_path))  # type: ignore[arg-type]
+    async for client in _client_for(first):
+        assert first.services is not None
+        first.services.pool.sender.transport = httpx.MockTransport(hanging.handler)
+        task = await paused(client, {**REVIEWED, "webhook_url": "http://127.0.0.1:1/hook"})
+        await asyncio.wait_for(hanging.took_first.wait(), 10)
+    receiver = Receiver()
+    restarted = Harness(settings, real_researcher(tmp_path))  # type: ignore[arg-type]
+    async for client in _client_for(restarted):
+        assert restarted.services is not None
+        restarted.services.pool.sender.transport = httpx.MockTransport(receiver.handler)
+        for _ in range(400):
+            if receiver.calls:
+                break
+            await asyncio.sleep(0.025)
+        again = (await client.get(f"/v1/tasks/{task['id']}", headers=AUTH_A)).json()
+    assert again["status"] == "input_required"  # still paused: only the message went out
+    ((headers, content),) = receiver.calls
+    sent = WebhookEvent.model_validate(standardwebhooks.Webhook(SECRET).verify(content, headers))
+    assert sent.type == "task.input_required" and sent.data.id == task["id"]
+    assert headers["webhook-id"] == hanging.calls[0]["webhook-id"]  # the same message
 
 
 # -- `waypoint ask --review`: the same pause on the terminal --
