@@ -88,9 +88,12 @@ async def test_killing_the_server_mid_run_degrades_to_the_extractive_answer(
         if e.type == "node_start" and e.node == "synthesize":
             server.kill()
 
-    result = await r.run(
-        QUESTION, Caller(), RunOptions(max_rounds=1, budget=3), on_event=kill_before_answer
-    )
+    try:
+        result = await r.run(
+            QUESTION, Caller(), RunOptions(max_rounds=1, budget=3), on_event=kill_before_answer
+        )
+    finally:
+        await r.aclose()
     assert any("llm answer failed" in w and "extractive" in w for w in result.warnings)
     # The fallback is the extractive synthesis over this run's evidence: grounded either as
     # cited sentences or as an explicit refusal (a 135M planner's one round may not reach
