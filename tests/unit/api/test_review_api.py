@@ -95,6 +95,33 @@ async def test_a_paused_task_shows_its_plan_and_goes_on_when_approved(
     assert types.index("input_required") < types.index("done") == len(types) - 1
 
 
+async def test_a_paused_tasks_stream_stays_open_and_goes_on_with_the_decided_run(
+    settings: ApiSettings, tmp_path: Path
+) -> None:
+    """A pause does not end the task, so it does not end its stream: after the
+    ``input_required`` event the stream sends pings, and once the owner decides, the
+    resumed run's events on the same connection, to ``done``."""
+    quick_pings = settings.model_copy(update={"sse_ping_s": 0.1})
+    harness = Harness(quick_pings, real_researcher(tmp_path))  # type: ignore[arg-type]
+    async for client in _client_for(harness):
+        task = await paused(client)
+        # The test client hands over a response once its stream has ended.
+        stream = asyncio.create_task(client.get(f"/v1/tasks/{task['id']}/events", headers=AUTH_A))
+        await asyncio.sleep(1.0)
+        assert not stream.done()  # open while the task waits
+        assert (await decide(client, task["id"], {"action": "approve"})).status_code == 200
+        r = await asyncio.wait_for(stream, 30)
+    events = parse_sse(r.text)
+    types = [e["event"] for e in events]
+    pause = types.index("input_required")
+    assert types[-1] == "done" and types.count("done") == 1
+    resumed = [e["data"]["data"] for e in events[pause:] if e["event"] == "metadata"]
+    assert resumed == [{"task_id": task["id"], "run_id": task["run_id"], "resumed": True}]
+    assert "tool_call" in types[pause:]  # the decided plan ran after the pause
+    waited = r.text.split("event: input_required", 1)[1].split("event: metadata", 1)[0]
+    assert ": ping" in waited  # kept alive while it waited
+
+
 async def test_an_edit_runs_the_reviewers_calls(
     client: httpx.AsyncClient, harness: Harness
 ) -> None:
