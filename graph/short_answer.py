@@ -280,12 +280,44 @@ def choose(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
     if len(shape.options) != 2:
         return None
     if not shape.event or not shape.direction:
-        return _choose_by_property(shape, question, evidence)
-    compared = _compare(shape, question, evidence)
-    if compared is None:
-        return None
-    pick, options, support = compared
-    return Found(options[pick], support)
+        found = _choose_by_property(shape, question, evidence)
+    else:
+        compared = _compare(shape, question, evidence)
+        if compared is None:
+            return None
+        pick, options, support = compared
+        found = Found(options[pick], support)
+    if found is not None and found.value:
+        found.value = _named_in_full(found.value, evidence)
+    return found
+
+
+# A page's opening names its subject in full: "Howard Melvin Fast (November 11, 1914 - ...)
+# was an American novelist", "Prof Bhabananda Deka is ...".
+_OPENING_NAME = re.compile(
+    r"^((?:[A-Z][\w'’.-]*\s+){1,6}[A-Z][\w'’.-]*)\s*(?:\(|,?\s+(?:is|was|were|are)\b)"
+)
+
+
+def _named_in_full(option: str, evidence: list[Evidence]) -> str:
+    """The chosen option as its own page names it in its opening, when that name holds
+    the option's words in order and ends as it does ("Howard Fast" -> "Howard Melvin
+    Fast"); else the option as asked."""
+    pages = _pages_of(option, evidence)
+    if not pages:
+        return option
+    lead = (sentences(evidence[pages[0] - 1].text) or [""])[0]
+    m = _OPENING_NAME.match(lead)
+    if not m:
+        return option
+    full, own = m.group(1).split(), option.split()
+    if full[0] in {"The", "A", "An"}:
+        full = full[1:]  # an article opens the sentence, not the name
+    words_left = iter(full)
+    in_order = all(any(w == x for x in words_left) for w in own)
+    if len(full) > len(own) and full[-1] == own[-1] and in_order:
+        return " ".join(full)
+    return option
 
 
 def _compare(

@@ -296,6 +296,23 @@ def test_both_with_the_class_after_the_second_name() -> None:
     )
 
 
+def test_a_chosen_option_is_named_as_its_page_names_it() -> None:
+    people = [
+        ev(
+            "w:a",
+            "Howard Fast",
+            "Howard Melvin Fast (November 11, 1914 - 2003) was an American novelist.",
+        ),
+        ev("w:b", "Ann Lee", "Ann Lee (born 4 May 1950) is an English poet."),
+    ]
+    older = find_short_answer("Who was born first, Howard Fast or Ann Lee?", people, [])
+    assert older is not None and older.value == "Howard Melvin Fast"
+    # a longer name that ends otherwise is another person's: the option as asked
+    people[0] = ev("w:a", "Howard Fast", "Howard Fast Jr. (born 1914) was an American novelist.")
+    older = find_short_answer("Who was born first, Howard Fast or Ann Lee?", people, [])
+    assert older is not None and older.value == "Howard Fast"
+
+
 def test_what_two_subjects_have_in_common() -> None:
     people = [
         ev("w:a", "Ana Ruiz", "Ana Ruiz (born 1970) is a Portuguese poet, novelist and critic."),
