@@ -210,6 +210,18 @@ class IdemClaim:
     response: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class Closing:
+    """The event that ends a task's stream (``done`` or ``error``), stored with the
+    terminal status that it announces."""
+
+    type: Literal["done", "error"]
+    data: dict[str, Any]
+
+    def event(self, run_id: str, ts: float) -> dict[str, Any]:
+        return {"run_id": run_id, "type": self.type, "ts": ts, "data": self.data}
+
+
 @dataclass
 class Recovered:
     """What :meth:`TaskStore.recover` took back from owners that are gone."""
@@ -579,10 +591,13 @@ class TaskStore(ABC):
         status: str,
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
+        closing: Closing | None = None,
     ) -> bool:
         """Set a terminal status on a task this owner is running; False (nothing written)
         when it is not: it has finished already, or it was taken back (this owner's lease
-        lapsed) and is queued again or held by another process."""
+        lapsed) and is queued again or held by another process. ``closing``, the event
+        that ends the task's stream, is stored in the same transaction: whoever sees the
+        status sees it."""
         now = time.time()
         with self._tx() as db:
             row = db.one(
@@ -603,9 +618,13 @@ class TaskStore(ABC):
                 "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
                 (status, now, row["run_id"]),
             )
+            if closing is not None:
+                self._append(db, task_id, closing.event(row["run_id"], now))
         return True
 
-    def cancel_queued(self, task_id: str) -> bool:
+    def cancel_queued(self, task_id: str, closing: Closing | None = None) -> bool:
+        """Cancel a queued or paused task (``closing`` stored with it, as in
+        :meth:`finish`); False if it is neither."""
         now = time.time()
         with self._tx() as db:
             row = db.one(
@@ -619,6 +638,8 @@ class TaskStore(ABC):
                     "UPDATE runs SET status = 'cancelled', finished_at = ? WHERE run_id = ?",
                     (now, row["run_id"]),
                 )
+                if closing is not None:
+                    self._append(db, task_id, closing.event(row["run_id"], now))
         return row is not None
 
     def set_progress(self, task_id: str, progress: TaskProgress) -> bool:
@@ -636,15 +657,18 @@ class TaskStore(ABC):
         events replaced by :meth:`replace_redone_events` leave gaps, never reused ids (a
         client resuming after id n must not miss a later event numbered n)."""
         with self._tx() as db:
-            self._lock_task_events(db, task_id)
-            row = db.one(
-                "SELECT COALESCE(MAX(seq), 0) AS n FROM task_events WHERE task_id = ?", (task_id,)
-            )
-            seq = int(row["n"] if row else 0) + 1
-            db.rowcount(
-                "INSERT INTO task_events (task_id, seq, event) VALUES (?, ?, ?)",
-                (task_id, seq, json.dumps({**event, "seq": seq}, default=str)),
-            )
+            return self._append(db, task_id, event)
+
+    def _append(self, db: Tx, task_id: str, event: dict[str, Any]) -> int:
+        self._lock_task_events(db, task_id)
+        row = db.one(
+            "SELECT COALESCE(MAX(seq), 0) AS n FROM task_events WHERE task_id = ?", (task_id,)
+        )
+        seq = int(row["n"] if row else 0) + 1
+        db.rowcount(
+            "INSERT INTO task_events (task_id, seq, event) VALUES (?, ?, ?)",
+            (task_id, seq, json.dumps({**event, "seq": seq}, default=str)),
+        )
         return seq
 
     def replace_redone_events(self, task_id: str, node: str, round_no: int, before: int) -> int:

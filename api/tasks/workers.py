@@ -46,7 +46,7 @@ from api.auth import KeyRing
 from api.events import done_data, run_failed_data
 from api.logging import bound
 from api.schemas import TERMINAL, TaskProgress, TaskRequest, WebhookDelivery
-from api.tasks.store import Recovered, TaskStore, webhook_body
+from api.tasks.store import Closing, Recovered, TaskStore, webhook_body
 from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, TraceEvent
 from graph.runner import CallerRevoked, CallerSource, ReviewRequired, UnknownRun
@@ -94,6 +94,9 @@ class ChangeFeed:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._cond.wait(), seconds)
 
+
+# The closing event of a cancelled task's stream.
+_CANCELLED = Closing("error", {"code": "cancelled", "message": "cancelled"})
 
 # The task's own events that frame its stream (the run's own of these types are not
 # stored), and its pause for review: not counted in its progress.
@@ -306,9 +309,8 @@ class WorkerPool:
         return False
 
     async def _cancel_queued(self, task_id: str) -> bool:
-        if not await run_in_threadpool(self.tasks.cancel_queued, task_id):
+        if not await run_in_threadpool(self.tasks.cancel_queued, task_id, _CANCELLED):
             return False
-        await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
         await self.feed.notify()
         await self._spawn_delivery_if_needed(task_id)
         return True
@@ -474,12 +476,15 @@ class WorkerPool:
             progress.evidence = max(progress.evidence, len(result.evidence))
             await run_in_threadpool(self.tasks.set_progress, task_id, progress)
             finished = await run_in_threadpool(
-                self.tasks.finish, task_id, "succeeded", result=result.model_dump(mode="json")
+                self.tasks.finish,
+                task_id,
+                "succeeded",
+                result=result.model_dump(mode="json"),
+                closing=Closing("done", done_data(result)),
             )
             if not finished:
                 log.warning("task finished here after another process took it back")
                 return
-            await self._event(task_id, "done", done_data(result))
             log.info("task succeeded", extra={"rounds": result.rounds})
         finally:
             self._running.pop(task_id, None)
@@ -526,13 +531,15 @@ class WorkerPool:
 
     async def _finish_failed(self, task_id: str, exc: Exception) -> None:
         err = run_failed_data(exc)
-        if await run_in_threadpool(self.tasks.finish, task_id, "failed", error=err):
-            await self._event(task_id, "error", err)
+        await run_in_threadpool(
+            self.tasks.finish, task_id, "failed", error=err, closing=Closing("error", err)
+        )
 
     async def _finish_cancelled(self, task_id: str) -> None:
         cancelled = {"code": "cancelled", "message": "cancelled by the caller"}
-        if await run_in_threadpool(self.tasks.finish, task_id, "cancelled", error=cancelled):
-            await self._event(task_id, "error", {"code": "cancelled", "message": "cancelled"})
+        if await run_in_threadpool(
+            self.tasks.finish, task_id, "cancelled", error=cancelled, closing=_CANCELLED
+        ):
             log.info("task cancelled")
 
     def _caller_source(self, row: Any, project: str | None) -> CallerSource:

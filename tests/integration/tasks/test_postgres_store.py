@@ -26,6 +26,7 @@ from api.schemas import TaskProgress, WebhookDelivery
 from api.settings import ApiSettings
 from api.tasks.store import (
     DELIVERY_INTERRUPTED,
+    Closing,
     SqliteTaskStore,
     TaskStore,
     TasksUrlError,
@@ -148,6 +149,22 @@ def test_claim_transitions_and_finish_once(store: TaskStore) -> None:
     assert store.claim_next() is None
     assert store.count_active("kA") == 0
     assert store.finish(b.id, "failed") is False
+
+
+def test_the_closing_event_is_stored_with_the_terminal_status(store: TaskStore) -> None:
+    """A reader that sees a task ended sees its stream's last event too."""
+    t = store.create_task("ana", "kA", REQ, None)
+    queued = store.create_task("ana", "kA", REQ, None)
+    store.claim_next()
+    failed = Closing("error", {"code": "run_failed", "message": "boom"})
+    assert store.finish(t.id, "failed", error=failed.data, closing=failed)
+    assert not store.finish(t.id, "succeeded", closing=Closing("done", {}))  # ended already
+    (event,) = store.events_after(t.id, 0)
+    assert (event["type"], event["data"], event["run_id"]) == ("error", failed.data, t.run_id)
+    cancelled = Closing("error", {"code": "cancelled", "message": "cancelled"})
+    assert store.cancel_queued(queued.id, cancelled)
+    assert not store.cancel_queued(queued.id, cancelled)
+    assert [e["type"] for e in store.events_after(queued.id, 0)] == ["error"]
 
 
 def test_failure_keeps_error(store: TaskStore) -> None:
