@@ -581,15 +581,11 @@ class WorkerPool:
         self._send(webhook_id, lambda: self._deliver_message(webhook_id))
 
     async def _deliver_message(self, webhook_id: str) -> None:
-        row = await run_in_threadpool(self.tasks.outbox_message, webhook_id)
-        if row is None or row["state"] != "pending" or row["owner"] != self.tasks.owner:
-            return  # sent, pruned, or another process's to send
-        with bound(task_id=row["task_id"]):
-            principal = self.keys.by_key_id(row["key_id"])
-            if not row["webhook_url"] or principal is None or not principal.webhook_secret:
-                log.warning("webhook not sent: the task's key has no webhook secret any more")
-                await run_in_threadpool(self.tasks.settle_message, webhook_id, "failed")
-                return
+        outgoing = await run_in_threadpool(self._prepare_message, webhook_id)
+        if outgoing is None:
+            return
+        task_id, url, secret, body = outgoing
+        with bound(task_id=task_id):
 
             async def log_attempt(delivery: WebhookDelivery) -> None:
                 log.info(
@@ -597,12 +593,27 @@ class WorkerPool:
                     extra={"attempt": delivery.attempt, "ok": delivery.ok, "error": delivery.error},
                 )
 
-            ok = await self.sender.deliver(
-                row["webhook_url"], principal.webhook_secret, webhook_id, row["body"], log_attempt
-            )
+            ok = await self.sender.deliver(url, secret, webhook_id, body, log_attempt)
             await run_in_threadpool(
                 self.tasks.settle_message, webhook_id, "delivered" if ok else "failed"
             )
+
+    def _prepare_message(self, webhook_id: str) -> tuple[str, str, str, str] | None:
+        """An outbox message this owner is to send (in a thread): its task, URL, the
+        secret of the task's key and its body; None if there is nothing to send (sent,
+        pruned, another owner's, or failed: its key has no webhook secret any more)."""
+        row = self.tasks.outbox_message(webhook_id)
+        if row is None or row["state"] != "pending" or row["owner"] != self.tasks.owner:
+            return None
+        principal = self.keys.by_key_id(row["key_id"])
+        if not row["webhook_url"] or principal is None or not principal.webhook_secret:
+            log.warning(
+                "webhook not sent: the task's key has no webhook secret any more",
+                extra={"task_id": row["task_id"]},
+            )
+            self.tasks.settle_message(webhook_id, "failed")
+            return None
+        return row["task_id"], row["webhook_url"], principal.webhook_secret, row["body"]
 
     def _signed_body(self, row: Any) -> tuple[str, str] | None:
         """The secret of the task's key and the webhook body of the task as it is now, in a
