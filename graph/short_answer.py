@@ -1031,7 +1031,12 @@ def wh_answer(
     if not cues:
         return None
     q_words = set(words(question))
-    for n in _hop_pages(question, evidence, supports)[:3]:
+    pages = _hop_pages(question, evidence, supports)
+    if _asks_of_a_relative(question):
+        # "X's father", "the director of film X": the value is the related person's, not
+        # on the page of the subject the question names
+        pages = [n for n in pages if not _names_whole(base_title(evidence[n - 1].title), question)]
+    for n in pages[:3]:
         e = evidence[n - 1]
         own = set(words(base_title(e.title))) | q_words
         event = next((_EVENT_OF_CUE[c] for c in cues if c in _EVENT_OF_CUE), None)
@@ -1079,6 +1084,29 @@ def wh_answer(
             value = best[0][0]
             return Found(value, [(n, _sentence_with(e.text, value))])
     return None
+
+
+# Someone known by their relation to the one the question names.
+_RELATIVES = frozenset(
+    """father mother parent son daughter child wife husband spouse brother sister sibling
+    grandfather grandmother grandson granddaughter uncle aunt nephew niece director producer
+    founder creator author composer writer""".split()
+)
+_OF_A_RELATIVE = re.compile(
+    r"(?:['’]s\s+(?:paternal\s+|maternal\s+)?|\bthe\s+)(\w+)(?:\s+of\b|['’]s\b|\s+(?:born|die|died)\b|\?)",
+    re.I,
+)
+
+
+def _names_whole(name: str, question: str) -> bool:
+    """Does the question write ``name`` as a whole name ("Alexander Henderson" is not
+    written by "Alexander Henderson Jr.")?"""
+    after = r"(?!\w|(?-i:\s+[A-Z0-9]|,\s+[A-Z]))"
+    return bool(name and re.search(rf"(?<![\w.]){re.escape(name)}{after}", question, re.I))
+
+
+def _asks_of_a_relative(question: str) -> bool:
+    return any(m.group(1).casefold() in _RELATIVES for m in _OF_A_RELATIVE.finditer(question))
 
 
 def _counted_noun(question: str) -> str | None:

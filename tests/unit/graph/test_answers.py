@@ -313,6 +313,27 @@ def test_a_chosen_option_is_named_as_its_page_names_it() -> None:
     assert older is not None and older.value == "Howard Fast"
 
 
+def test_a_relative_s_date_is_not_read_off_the_named_subject_s_page() -> None:
+    pages = [
+        ev(
+            "w:a",
+            "Ann Lee",
+            "Ann Lee (4 May 1950 - 9 June 2010) was an English poet. Her father was Bo Lee.",
+        ),
+        ev(
+            "w:b",
+            "Bo Lee",
+            "Bo Lee (1920 - 1985) was a painter, the father of Ann Lee. He died on 3 May 1985.",
+        ),
+    ]
+    assert extractive_answer("When did Ann Lee's father die?", pages).short_answer == "3 May 1985"
+    # a longer name is another person's: "Bo Lee Jr." does not write "Bo Lee"
+    from graph.short_answer import _names_whole
+
+    assert _names_whole("Bo Lee Jr.", "When did Bo Lee Jr.'s father die?")
+    assert not _names_whole("Bo Lee", "When did Bo Lee Jr.'s father die?")
+
+
 def test_what_two_subjects_have_in_common() -> None:
     people = [
         ev("w:a", "Ana Ruiz", "Ana Ruiz (born 1970) is a Portuguese poet, novelist and critic."),
