@@ -88,7 +88,8 @@ def support_reason(claim: str, passages: list[Evidence], question: str) -> str |
         return "instruction-like text from a document"
     if not passages:
         return "cites no passage the caller may read"
-    held_text = " ".join(f"{e.title} {e.text}" for e in passages)
+    # the claim quotes a document's own "[2]" as "(2)" (neutralise_markers): read both alike
+    held_text = neutralise_markers(" ".join(f"{e.title} {e.text}" for e in passages))
     held_words = set(words(held_text))
     held_terms = set(terms(held_text)) | set(terms(question))
     for n in _numbers(body):

@@ -13,8 +13,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
 from graph.claims import check_answer
 from graph.models import Caller, RunOptions
 from graph.policies.llm import LLMPolicy
@@ -66,11 +64,6 @@ async def test_the_llm_reads_a_documents_markers_as_plain_text() -> None:
     assert "see (2) and (3)" in block and not re.search(r"\[\d+\]", block)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="graph/claims.py support_reason drops [n] from the passage before reading its "
-    "numbers, while the quoted claim carries it as (n): the claim fails 'the number n'",
-)
 def test_a_sentence_quoted_with_its_neutralised_marker_is_supported() -> None:
     passage_ = evidence("w:budget", "The Ledger retry budget is 5 attempts, as decided in [2].")
     got = check_answer(
