@@ -48,6 +48,30 @@ def strip_prompt_structure(text: str) -> str:
     return _FENCE.sub("", text)
 
 
+_HELD_MAX = 64  # a tag longer than this is no prompt tag: it is streamed as it is
+
+
+class StreamedFenceFilter:
+    """Prompt structure stripped from a token stream: a tag may arrive split over tokens
+    ("</evi", "dence>"), so text from an unclosed "<" is held until the tag closes."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, delta: str) -> str:
+        text = self._held + delta
+        cut = text.rfind("<")
+        if cut >= 0 and ">" not in text[cut:] and len(text) - cut <= _HELD_MAX:
+            text, self._held = text[:cut], text[cut:]
+        else:
+            self._held = ""
+        return strip_prompt_structure(text)
+
+    def flush(self) -> str:
+        text, self._held = self._held, ""
+        return strip_prompt_structure(text)
+
+
 def split_claims(answer: str) -> list[str]:
     """Sentences (and list items) of an answer, each with the markers that follow it."""
     out: list[str] = []

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command, StreamWriter
 
-from graph.claims import check_answer
+from graph.claims import StreamedFenceFilter, check_answer
 from graph.context import RunContext
 from graph.events import emit
 from graph.extractive import CANNOT_ANSWER, NO_SUPPORTED_CLAIM, extractive_answer
@@ -434,8 +434,14 @@ async def _synthesize(state: ResearchState, run: Run) -> Step:
         )
     evidence = [e for e in chosen if e.id in allowed_ids]
 
+    # Streamed tokens carry no prompt structure an LLM echoes ("</evidence>"): clients of
+    # the token stream see what the checked answer would show.
+    fence = StreamedFenceFilter()
+
     async def on_token(delta: str) -> None:
-        run.emit("token", node="synthesize", round=state.get("round", 0), text=delta)
+        text = fence.feed(delta)
+        if text:
+            run.emit("token", node="synthesize", round=state.get("round", 0), text=text)
 
     try:
         answer = await policy.synthesize(question, evidence, on_token)
@@ -446,6 +452,8 @@ async def _synthesize(state: ResearchState, run: Run) -> Step:
     if not answer.streamed:
         for line in answer.text.splitlines(keepends=True):
             await on_token(line)
+    if rest := fence.flush():
+        run.emit("token", node="synthesize", round=state.get("round", 0), text=rest)
     checked = check_answer(answer.text, evidence, allowed_ids, question)
     if answer.answerable and not answer.extractive and not any(c.supported for c in checked.claims):
         # An LLM answer none of whose claims its passages support is not an answer.

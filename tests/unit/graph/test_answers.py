@@ -610,3 +610,15 @@ def test_place_of_birth_is_read_after_born_and_a_month_is_no_place() -> None:
     died = [film, director("Ivo Brandt was a film director. He died in June 1950 in Kessel.")]
     q = "Where did the director of film Quiet Harbour die?"
     assert extractive_answer(q, died).short_answer != "June"
+
+
+def test_streamed_tokens_lose_prompt_tags_split_over_tokens() -> None:
+    from graph.claims import StreamedFenceFilter
+
+    fence = StreamedFenceFilter()
+    tokens = ["Dana Ruiz wrote it [1].", " </evi", "dence>", " a < b ", "holds", " <b>x</b>"]
+    out = "".join(fence.feed(t) for t in tokens) + fence.flush()
+    assert out == "Dana Ruiz wrote it [1].  a < b holds <b>x</b>"
+    # an unclosed "<" at the end is not lost
+    fence = StreamedFenceFilter()
+    assert fence.feed("x < y") + fence.flush() == "x < y"

@@ -142,6 +142,23 @@ async def test_plan_verdict_and_streamed_answer(tmp_path: Path) -> None:
     assert result.usage["tokens"] > 0
 
 
+async def test_streamed_tokens_carry_no_prompt_tags(tmp_path: Path) -> None:
+    # an LLM echoing its prompt's fence, split over tokens: the token stream shows none
+    answer = lambda: _stream(["Payments Platform [2]", "</evi", "dence>", ". Dana Ruiz [1]."])  # noqa: E731
+    r = _researcher(tmp_path, FakeOpenAI(PLAN, [NEXT, ENOUGH], answer))
+    events: list[TraceEvent] = []
+
+    async def collect(e: TraceEvent) -> None:
+        events.append(e)
+
+    try:
+        await r.run(QUESTION, Caller(), RunOptions(), on_event=collect)
+    finally:
+        await r.aclose()
+    streamed = "".join(e.data["text"] for e in events if e.type == "token")
+    assert streamed == "Payments Platform [2]. Dana Ruiz [1]."
+
+
 async def test_empty_answer_falls_back_to_extractive(tmp_path: Path) -> None:
     client = FakeOpenAI(PLAN, [NEXT, ENOUGH], lambda: _stream(["", "  "]))
     result = await _researcher(tmp_path, client).run(QUESTION, Caller(), RunOptions())
