@@ -143,7 +143,8 @@ fuzz: $(DEV_STAMP)
 	  $(BIN)/waypoint serve --host 127.0.0.1 --port $(FUZZ_PORT) \
 	  > $$tmp/serve.log 2>&1 & pid=$$!; \
 	for i in $$(seq 180); do curl -sf -o /dev/null http://127.0.0.1:$(FUZZ_PORT)/healthz && break; sleep 1; done; \
-	(cd $$tmp && $(CURDIR)/$(BIN)/schemathesis run http://127.0.0.1:$(FUZZ_PORT)/openapi.json \
+	(cd $$tmp && $(CURDIR)/$(BIN)/schemathesis --config-file $(CURDIR)/schemathesis.toml \
+	  run http://127.0.0.1:$(FUZZ_PORT)/openapi.json \
 	  -H 'Authorization: Bearer fuzz-key' --checks all --max-examples $(FUZZ_EXAMPLES) \
 	  --max-time $(FUZZ_SECONDS) --request-timeout 60 --workers 2 --seed 26); rc=$$?; \
 	log=$${TMPDIR:-/tmp}/waypoint-fuzz-serve.log; \
