@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from collections.abc import Callable
@@ -115,6 +116,18 @@ class Researcher:
         self._graph_cache = None
         REGISTRY.unregister(self.services_key)
         self.traces.close()
+
+    async def prune(self, before: float) -> int:
+        """Delete the traces and checkpoints of runs created before ``before`` (epoch
+        seconds), except runs paused for review; the number of runs deleted. The
+        checkpoints go first: a run whose trace survives a failed pass is tried again."""
+        run_ids = await asyncio.to_thread(self.traces.ended_before, before)
+        if not run_ids:
+            return 0
+        saver = await self.savers.saver()
+        for run_id in run_ids:
+            await saver.adelete_thread(run_id)
+        return await asyncio.to_thread(self.traces.delete_runs, run_ids)
 
     # -- running --
 

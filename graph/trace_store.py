@@ -130,6 +130,9 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
+_DELETE_BATCH = 500  # runs deleted per transaction: a long pass never holds the lock long
+
+
 class TraceStore:
     def __init__(self, path: Path, busy_timeout_s: float = 30.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,6 +189,29 @@ class TraceStore:
         return [
             dict(zip(("run_id", "question", "created", "status"), r, strict=True)) for r in rows
         ]
+
+    def ended_before(self, before: float) -> list[str]:
+        """Runs created before ``before`` (epoch seconds) that no longer wait for anyone: a
+        run paused for review stays, whatever its age (a run lasts hours at most)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT run_id FROM runs WHERE created < ? AND status <> 'input_required'",
+                (before,),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def delete_runs(self, run_ids: list[str]) -> int:
+        """Delete runs and their events; the number of runs deleted."""
+        deleted = 0
+        for at in range(0, len(run_ids), _DELETE_BATCH):
+            ids = run_ids[at : at + _DELETE_BATCH]
+            marks = ", ".join("?" for _ in ids)
+            with self._write():
+                self._db.execute(f"DELETE FROM events WHERE run_id IN ({marks})", ids)
+                deleted += self._db.execute(
+                    f"DELETE FROM runs WHERE run_id IN ({marks})", ids
+                ).rowcount
+        return deleted
 
     def next_seq(self, run_id: str) -> int:
         row = self._one("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,))

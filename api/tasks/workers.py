@@ -74,6 +74,8 @@ class ResearcherLike(Protocol):
         decision: dict[str, Any] | None = None,
     ) -> ResearchResult: ...
 
+    async def prune(self, before: float) -> int: ...
+
 
 class ChangeFeed:
     """Wakes SSE listeners when a task gets a new event or status (in this process).
@@ -250,6 +252,13 @@ class WorkerPool:
             return
         if pruned:
             log.info("retention: finished work deleted", extra=asdict(pruned))
+        try:
+            runs = await self.researcher.prune(before)
+        except Exception:  # a store error: logged, tried at the next pass
+            log.exception("retention pass over run traces and checkpoints failed")
+            return
+        if runs:
+            log.info("retention: run traces and checkpoints deleted", extra={"runs": runs})
 
     def _take_stock(self) -> tuple[Recovered, list[str], list[str], dict[str, bool]]:
         """A heartbeat's store work after the lease (in a thread): the work of gone owners

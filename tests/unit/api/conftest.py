@@ -109,6 +109,12 @@ class FakeResearcher:
         self.resumed: list[str] = []
         self.started = asyncio.Event()
 
+    async def prune(self, before: float) -> int:
+        old = [r for r, events in self.traces.items() if events and events[0].ts < before]
+        for run_id in old:
+            del self.traces[run_id]
+        return len(old)
+
     async def _emit(
         self, run_id: str, on_event: Any, etype: str, node: str, rnd: int, **data: Any
     ) -> None:

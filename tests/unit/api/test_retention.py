@@ -118,3 +118,40 @@ async def test_the_worker_pool_prunes_on_its_heartbeat(tmp_path: Path) -> None:
     finally:
         await pool.stop()
     assert _ids(store, "SELECT id FROM tasks") == {recent}
+
+
+async def test_old_runs_lose_their_traces_and_checkpoints(tmp_path: Path) -> None:
+    from graph.models import Caller, RunOptions
+    from graph.runner import Researcher
+    from tools.testing import ledger_corpus, memory_search
+
+    r = Researcher(
+        ledger_corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search
+    )
+    try:
+        question = "Who wrote the Ledger runbook?"
+        old = (await r.run(question, Caller(), RunOptions())).run_id
+        new = (await r.run(question, Caller(), RunOptions())).run_id
+        paused = (await r.run(question, Caller(), RunOptions())).run_id
+        r.traces._db.execute(
+            "UPDATE runs SET created = ? WHERE run_id IN (?, ?)", (OLD, old, paused)
+        )
+        r.traces._db.execute(
+            "UPDATE runs SET status = 'input_required' WHERE run_id = ?", (paused,)
+        )
+        r.traces._db.commit()
+        saver = await r.savers.saver()
+
+        async def checkpointed(run_id: str) -> bool:
+            return await saver.aget_tuple({"configurable": {"thread_id": run_id}}) is not None
+
+        assert await checkpointed(old)
+
+        assert await r.prune(NOW - 30 * DAY) == 1
+
+        assert r.get_trace(old) == [] and not await checkpointed(old)
+        assert r.get_trace(new) and await checkpointed(new)
+        assert r.get_trace(paused) and await checkpointed(paused)  # waits for a person
+        assert await r.prune(NOW - 30 * DAY) == 0
+    finally:
+        await r.aclose()
