@@ -13,10 +13,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi.telemetry import TelemetryConfig
 from opentelemetry import trace
+from opentelemetry.propagate import extract, inject
+from opentelemetry.trace import Link, SpanKind
 
 from graph.models import Caller, ResearchResult, RunOptions
 from graph.telemetry import traced_run
@@ -97,3 +101,29 @@ class TracedResearcher:
             mode=None,
             resumed=True,
         )
+
+
+def current_traceparent() -> str | None:
+    """The current span as a W3C ``traceparent`` (None when nothing is traced)."""
+    carrier: dict[str, str] = {}
+    inject(carrier)
+    return carrier.get("traceparent")
+
+
+@contextmanager
+def task_span(task_id: str, traceparent: str | None) -> Iterator[None]:
+    """A queued task's work as a trace of its own (the request that queued it ended long
+    before), linked to that request's span."""
+    links = []
+    if traceparent:
+        queued = trace.get_current_span(extract({"traceparent": traceparent}))
+        if queued.get_span_context().is_valid:
+            links.append(Link(queued.get_span_context()))
+    tracer = trace.get_tracer("waypoint.api")
+    with tracer.start_as_current_span(
+        "process task",
+        kind=SpanKind.CONSUMER,
+        links=links,
+        attributes={"waypoint.task.id": task_id},
+    ):
+        yield

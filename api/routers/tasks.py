@@ -22,6 +22,7 @@ from api.events import sse_event, sse_response
 from api.logging import run_id_var, task_id_var
 from api.offload import settle
 from api.schemas import TERMINAL, ReviewInput, Task, TaskList, TaskRequest
+from api.telemetry import current_traceparent
 from api.webhooks import WebhookUrlError, check_destination
 from graph.review import InvalidReview
 
@@ -126,6 +127,7 @@ async def _create(services: Services, principal: Any, body: TaskRequest) -> Task
         principal.key_id,
         body.model_dump(mode="json"),
         body.webhook_url,
+        current_traceparent(),  # the task's run links back to this request's trace
     )
     services.pool.notify()
     task_id_var.set(task.id)

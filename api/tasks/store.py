@@ -148,6 +148,7 @@ ADDED_COLUMNS = (
     ("tasks", "cancel_requested", "INTEGER NOT NULL DEFAULT 0"),
     ("tasks", "review_request", "TEXT"),
     ("tasks", "review_decision", "TEXT"),
+    ("tasks", "traceparent", "TEXT"),  # the request that queued it (W3C trace context)
     ("idempotency", "owner", "TEXT"),
     ("source_jobs", "owner", "TEXT"),
 )
@@ -348,13 +349,19 @@ class TaskStore(ABC):
 
     # ---------------------------------------------------------------- tasks
     def create_task(
-        self, user: str, key_id: str, request: dict[str, Any], webhook_url: str | None
+        self,
+        user: str,
+        key_id: str,
+        request: dict[str, Any],
+        webhook_url: str | None,
+        traceparent: str | None = None,
     ) -> Task:
         task_id, run_id, now = new_id("task"), new_id("run"), time.time()
         with self._tx() as db:
             db.rowcount(
                 'INSERT INTO tasks (id, "user", key_id, status, request, run_id, created_at,'
-                " webhook_url, webhook_state) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+                " webhook_url, webhook_state, traceparent)"
+                " VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
                 (
                     task_id,
                     user,
@@ -364,6 +371,7 @@ class TaskStore(ABC):
                     now,
                     webhook_url,
                     "pending" if webhook_url else "none",
+                    traceparent,
                 ),
             )
             db.rowcount(

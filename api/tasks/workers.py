@@ -47,6 +47,7 @@ from api.events import done_data, run_failed_data
 from api.logging import bound
 from api.schemas import TERMINAL, TaskProgress, TaskRequest, WebhookDelivery
 from api.tasks.store import Closing, Recovered, TaskStore, webhook_body
+from api.telemetry import task_span
 from api.webhooks import WebhookSender
 from graph.models import Caller, ResearchResult, TraceEvent
 from graph.runner import CallerRevoked, CallerSource, ReviewRequired, UnknownRun
@@ -436,6 +437,10 @@ class WorkerPool:
         log.info("task started", extra={"resume": resume})
 
         async def drive() -> ResearchResult:
+            with task_span(task_id, row["traceparent"]):
+                return await attempt()
+
+        async def attempt() -> ResearchResult:
             if resume:
                 await run_in_threadpool(self.tasks.mark_resumed, task_id)
                 try:

@@ -212,6 +212,34 @@ async def test_one_answer_is_one_trace_request_agent_rounds_tools_and_chats(
     assert metadata.data["trace_id"] == trace.format_trace_id(_trace_id(server[0]))
 
 
+async def test_a_tasks_run_is_its_own_trace_linked_to_the_request_that_queued_it(
+    spans: InMemorySpanExporter, settings: ApiSettings, researcher: Researcher
+) -> None:
+    async for client in _client(settings, researcher):
+        r = await client.post("/v1/tasks", json={"question": LEDGER_QUESTION}, headers=AUTH_A)
+        assert r.status_code == 202, r.text
+        task_id = r.json()["id"]
+        for _ in range(200):
+            got = (await client.get(f"/v1/tasks/{task_id}", headers=AUTH_A)).json()
+            if got["status"] in ("succeeded", "failed"):
+                break
+            await asyncio.sleep(0.05)
+        assert got["status"] == "succeeded", got
+    finished = spans.get_finished_spans()
+    index = _by_id(finished)
+    post = next(s for s in finished if s.kind is SpanKind.SERVER and s.name == "POST /v1/tasks")
+    task = next(s for s in finished if s.name == "process task")
+    assert _attr(task, "waypoint.task.id") == task_id
+    assert task.parent is None and _trace_id(task) != _trace_id(post)
+    (link,) = task.links
+    # the link points into the request's trace: at the handler's span, under the request's
+    linked = index[link.context.span_id]
+    assert link.context.trace_id == _trace_id(post)
+    assert linked is post or "POST /v1/tasks" in _ancestors(linked, index)
+    agent = next(s for s in finished if s.name == "invoke_agent waypoint")
+    assert _ancestors(agent, index) == ["process task"]
+
+
 async def test_a_streamed_answer_names_its_trace_in_the_metadata_frame(
     spans: InMemorySpanExporter, settings: ApiSettings, researcher: Researcher
 ) -> None:
