@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,6 +104,7 @@ class Savers:
         await conn.execute("PRAGMA synchronous = NORMAL")
         saver = AsyncSqliteSaver(conn)
         await saver.setup()
+        stack.push_async_callback(_close_between_writes, saver, conn)
         return _Opened(saver, stack, stop=lambda: _close_without_its_loop(conn))
 
     def _stop(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -116,10 +118,28 @@ class Savers:
         opened.stop()
 
 
+async def _close_between_writes(saver: AsyncSqliteSaver, conn: aiosqlite.Connection) -> None:
+    """Close once no checkpoint write is halfway, its transaction rolled back. LangGraph
+    does not cancel a run's checkpoint writes with the run: one may still be running, its
+    INSERT done and its commit not, and closing under it leaves the connection open (a
+    statement of the write is still held: SQLite's close_v2) with the file's write lock,
+    so the next saver on the file waits ``busy_timeout`` at its first write."""
+    async with saver.lock:
+        await _roll_back_and_close(conn)
+
+
+async def _roll_back_and_close(conn: aiosqlite.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error, ValueError):  # nothing to roll back, or closed
+        await conn.rollback()
+    await conn.close()
+
+
 def _close_without_its_loop(conn: aiosqlite.Connection) -> None:
     """Close an aiosqlite connection from outside the loop that opened it, and wait: on a
     loop of a thread of our own (the connection's worker reports each step to the loop
     that asked, which must outlive it; this thread's may be closing or gone)."""
-    closer = threading.Thread(target=asyncio.run, args=(conn.close(),), name="saver-close")
+    closer = threading.Thread(
+        target=asyncio.run, args=(_roll_back_and_close(conn),), name="saver-close"
+    )
     closer.start()
     closer.join()
