@@ -1105,7 +1105,16 @@ def _names_whole(name: str, question: str) -> bool:
     return bool(name and re.search(rf"(?<![\w.]){re.escape(name)}{after}", question, re.I))
 
 
+# "the institution that X is part of", "the county where X is located": a thing the
+# question describes by its relation to a named one.
+_DESCRIBED = re.compile(r"\bthe\s+(?:[a-z-]+\s+){1,3}?(?:that|which|who|whom|whose|where)\b")
+
+
 def _asks_of_a_relative(question: str) -> bool:
+    """Is the asked value another's than the subject the question names: a relative ("X's
+    father", "the director of film X") or a thing described by its relation to X?"""
+    if _DESCRIBED.search(question):
+        return True
     return any(m.group(1).casefold() in _RELATIVES for m in _OF_A_RELATIVE.finditer(question))
 
 

@@ -327,6 +327,10 @@ def test_a_relative_s_date_is_not_read_off_the_named_subject_s_page() -> None:
         ),
     ]
     assert extractive_answer("When did Ann Lee's father die?", pages).short_answer == "3 May 1985"
+    # a thing the question describes by its relation to the named one: not the named page's
+    named = [pages[0]]
+    asked = "When did the painter who was the father of Ann Lee die?"
+    assert extractive_answer(asked, named).short_answer != "9 June 2010"
     # a longer name is another person's: "Bo Lee Jr." does not write "Bo Lee"
     from graph.short_answer import _names_whole
 
