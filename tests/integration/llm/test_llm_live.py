@@ -65,7 +65,12 @@ async def test_plan_and_verdict_parse_and_the_answer_streams(
     async def collect(e: TraceEvent) -> None:
         events.append(e)
 
-    result = await r.run(QUESTION, Caller(), RunOptions(max_rounds=1, budget=3), on_event=collect)
+    try:
+        result = await r.run(
+            QUESTION, Caller(), RunOptions(max_rounds=1, budget=3), on_event=collect
+        )
+    finally:
+        await r.aclose()
     failed = [w for w in result.warnings if "llm" in w and "failed" in w]
     assert not failed, failed  # plan, verdict and answer all came from the model
     assert [e for e in events if e.type == "plan"][0].data["calls"]
