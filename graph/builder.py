@@ -18,7 +18,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from graph import nodes, review
+from graph import nodes, review, synthesis
 from graph.context import RunContext
 from graph.state import OutputState, ResearchState
 
@@ -44,7 +44,7 @@ def build_round() -> Graph:
 def build_graph(checkpointer: Any = None) -> CompiledStateGraph[Any, RunContext, Any, Any]:
     g = StateGraph(ResearchState, context_schema=RunContext, output_schema=OutputState)
     g.add_node("round", build_round())
-    g.add_node("synthesize", nodes.synthesize)
+    g.add_node("synthesize", synthesis.synthesize)
     g.add_edge(START, "round")
     g.add_conditional_edges("round", nodes.route_after_round)
     g.add_edge("synthesize", END)

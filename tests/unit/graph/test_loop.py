@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,11 @@ def corpus() -> MemoryStore:
 
 
 @pytest.fixture
-def researcher(tmp_path: Path) -> Researcher:
+async def researcher(tmp_path: Path) -> AsyncIterator[Researcher]:
+    # closed on the test's own loop: its saver's connection reports to that loop
     r = Researcher(corpus(), checkpointer_path=tmp_path / "runs.sqlite", search_fn=memory_search)
     yield r
-    r.close()
+    await r.aclose()
 
 
 async def test_iterative_follows_the_bridge_and_cites_both_hops(researcher: Researcher) -> None:
