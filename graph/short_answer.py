@@ -26,8 +26,10 @@ from graph.statements import (
     ARRIVAL,
     VERSION_NOTE,
     Statement,
+    asks_a_bound,
     asks_more_than_once,
     assigned_value,
+    bounded,
     statements,
     superseded,
     table_value,
@@ -734,8 +736,11 @@ _IDENTIFIER = re.compile(
 _WH_WORDS = frozenset("what which who whom whose when where why how".split())
 
 
-def _typed_after(kind: str, toks: list[str], start: int, own: set[str]) -> list[tuple[int, str]]:
-    """(distance, value) of each value of the asked type in the window after ``start``."""
+def _typed_after(
+    kind: str, toks: list[str], start: int, own: set[str], bounds: bool = False
+) -> list[tuple[int, str]]:
+    """(distance, value) of each value of the asked type in the window after ``start``; a
+    number a bound word stands before ("at least 32,768") only when ``bounds`` is asked."""
     out: list[tuple[int, str]] = []
     window = toks[start + 1 : start + 1 + _WINDOW]
     i = 0
@@ -769,6 +774,9 @@ def _typed_after(kind: str, toks: list[str], start: int, own: set[str]) -> list[
             i = max(j, i + 1)
             continue
         if kind in {"number", "duration", "value"} and _NUM.match(bare):
+            if not bounds and bounded(toks, start + 1 + i):
+                i += 1
+                continue
             if i > 0 and window[i - 1].casefold() == "version":
                 i += 1
                 continue  # "New in version 3.2" is a release, not a quantity
@@ -1074,7 +1082,7 @@ def wh_answer(
             for i, t in enumerate(toks):
                 if stem(t.strip(",.;:()").casefold()) not in {stem(c) for c in cues}:
                     continue
-                for dist, value in _typed_after(kind, toks, i, own):
+                for dist, value in _typed_after(kind, toks, i, own, asks_a_bound(question)):
                     if value.casefold() not in question.casefold():
                         found[value] = min(found.get(value, dist), dist)
         if found:

@@ -146,7 +146,7 @@ def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
         return "date"
     if toks & _DEFAULT_WORDS:
         return "literal"
-    if _asks_a_bound(question):
+    if asks_a_bound(question):
         return "number"
     return None
 
@@ -159,13 +159,26 @@ _BOUND_WORDS = re.compile(
 )
 
 
-def _asks_a_bound(question: str) -> bool:
+def asks_a_bound(question: str) -> bool:
     return bool(_BOUND_WORDS.search(ask_of(question)))
+
+
+# "at least 32,768", "a maximum of 50", "up to 8": a bound the value must keep, not the
+# value a setting has.
+_BOUND_BEFORE = frozenset("least most minimum maximum max min".split())
+
+
+def bounded(toks: list[str], i: int) -> bool:
+    """Does a bound word stand just before the number at ``toks[i]``?"""
+    before = [t.strip(",.;:()[]\"'").casefold() for t in toks[max(0, i - 3) : i]]
+    return bool(set(before) & _BOUND_BEFORE) or before[-2:] == ["up", "to"]
 
 
 def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     """Values of ``kind`` the sentence writes that the question does not."""
     asked = {w.casefold() for w in question.split()} | set(words(question))
+    # a question about a setting's value is not answered by a bound it must keep
+    bounds = asks_a_bound(question)
     out: list[str] = []
     if kind == "date":
         # A release note dates a thing in documentation ("New in version 3.11").
@@ -177,7 +190,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             continue
         prev = toks[i - 1].casefold() if i else ""
         after = toks[i + 1].casefold() if i + 1 < len(toks) else ""
-        is_num = bool(_NUM.match(tok)) or low in NUMBER_WORDS
+        is_num = (bool(_NUM.match(tok)) or low in NUMBER_WORDS) and (bounds or not bounded(toks, i))
         if kind == "date":
             if _YEAR.match(tok) or _RELEASE.match(tok):
                 out.append(tok)

@@ -626,3 +626,13 @@ def test_streamed_tokens_lose_prompt_tags_split_over_tokens() -> None:
     # an unclosed "<" at the end is not lost
     fence = StreamedFenceFilter()
     assert fence.feed("x < y") + fence.flush() == "x < y"
+
+
+def test_a_default_is_not_answered_by_a_bound() -> None:
+    from graph.short_answer import _typed_after
+
+    toks = "the stack size must be 0 or at least 32,768 (32 KiB).".split()
+    cue = toks.index("size")
+    assert [v for _, v in _typed_after("number", toks, cue, set())] == ["0"]
+    got = [v for _, v in _typed_after("number", toks, cue, set(), bounds=True)]
+    assert got == ["0", "32,768", "32"]

@@ -231,3 +231,14 @@ def test_an_acronym_in_the_question_meets_the_name_it_abbreviates() -> None:
     )
     answer = extractive_answer("Who is the CTO of Northwind?", [page])
     assert answer.answerable and "Bo Chen" in answer.text and "Ann Lee" not in answer.text
+
+
+def test_a_bound_a_value_must_keep_is_not_the_value() -> None:
+    from graph.statements import values_in
+
+    sentence = "The size must be 0 (use the default) or at least 32,768 (32 KiB); up to 8 threads."
+    # asked for the value: the bounds are not it
+    assert values_in(sentence, "number", "how much stack does a thread get by default?") == ("0",)
+    # asked for a bound: they are
+    got = values_in(sentence, "number", "what is the minimum stack size?")
+    assert "32,768" in got and "8" in got
