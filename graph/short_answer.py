@@ -408,13 +408,23 @@ def _expand(option: str, question: str, evidence: list[Evidence]) -> str:
 _DEMONYM = re.compile(r"\b[A-Z][a-z]+(?:an|ian|ese|ish|ch|sh|ic|i|ine)\b")
 
 
+def _demonyms(text: str, own: set[str]) -> list[str]:
+    """The nationality adjectives ``text`` writes, first occurrence order, none of them
+    a word of the subject's own name (``own``)."""
+    return list(
+        dict.fromkeys(
+            m.group(0) for m in _DEMONYM.finditer(text) if m.group(0).casefold() not in own
+        )
+    )
+
+
 def _lead_attribute(text: str, name: str, attribute: list[str]) -> set[str] | None:
     """What a page's opening says a thing is: its nationality adjectives for
     "nationality"/"country"/"from", else whether it names the attribute noun."""
     lead = " ".join(sentences(text)[:2])
     own = set(words(name))
     if set(attribute) & {"nationality", "country", "national", "citizenship", "origin"}:
-        found = {m.group(0) for m in _DEMONYM.finditer(lead) if m.group(0).casefold() not in own}
+        found = set(_demonyms(lead, own))
         return found or None
     return None
 
@@ -538,7 +548,7 @@ def _nationality(asked: str, lead: str, name: str) -> bool | None:
     """Does the opening call its subject by the asked nationality (or a form of it:
     "Argentine" for "Argentinian")? None when it names no nationality."""
     own = set(words(name))
-    said = [m.group(0) for m in _DEMONYM.finditer(lead) if m.group(0).casefold() not in own]
+    said = _demonyms(lead, own)
     if not said:
         return None
     return any(_same_stem(asked.casefold(), d.casefold()) for d in said)
@@ -663,11 +673,7 @@ def _kind_values(kind: str, lead: str, text: str, own: set[str]) -> list[str]:
             )
         )
     if kind in _NATION_KINDS:
-        return list(
-            dict.fromkeys(
-                m.group(0) for m in _DEMONYM.finditer(lead) if m.group(0).casefold() not in own
-            )
-        )
+        return _demonyms(lead, own)
     m = _DEFINING.search(lead)
     if not m:
         return []

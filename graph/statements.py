@@ -20,6 +20,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, TypeVar
 
 from graph.lexicon import prefetch, related
@@ -159,7 +160,9 @@ _BOUND_WORDS = re.compile(
 )
 
 
+@lru_cache(maxsize=256)
 def asks_a_bound(question: str) -> bool:
+    # cached: values_in asks it of the same question for every sentence of the evidence
     return bool(_BOUND_WORDS.search(ask_of(question)))
 
 
