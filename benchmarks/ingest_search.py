@@ -6,7 +6,9 @@ Two corpora:
 - ``generated``: N synthetic passages (default 100k). Embedding 100k passages with MiniLM
   takes ~20 min on 2 cores, so by default the generated corpus measures the *engines*
   (tantivy + Qdrant Edge, catalog, ingest bookkeeping) with deterministic random unit
-  vectors in place of the model; ``--real-embeddings`` uses the model instead.
+  vectors in place of the model; ``--real-embeddings`` uses the model instead (the
+  backends of ``--backends``, one run each), ``--short`` makes the passages short (12-36
+  real words).
 
 Prints a table and writes JSON (``--out``). Figures, not assertions.
 """
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import platform
 import random
 import resource
@@ -89,12 +92,24 @@ def hotpot_corpus(limit_rows: int | None) -> tuple[list[Record], list[str]]:
     return records, questions
 
 
-def generated_corpus(n: int, seed: int = 7) -> tuple[list[Record], list[str]]:
+def model_words() -> list[str]:
+    """The whole words of the embedding model's vocabulary (one token each)."""
+    from retrieval.settings import RetrievalSettings
+
+    vocab = Path(RetrievalSettings().embedding_model) / "vocab.txt"
+    return [w for w in vocab.read_text().split() if w.isalpha() and len(w) >= 3]
+
+
+def generated_corpus(n: int, short: bool = False, seed: int = 7) -> tuple[list[Record], list[str]]:
+    """``n`` passages of 40-120 made-up words, or with ``short`` of 12-36 words of the
+    model's vocabulary (about a token each: a chat message, a ticket's title, a row)."""
     rng = random.Random(seed)
-    vocab = [f"w{i}" for i in range(20_000)] + [f"ERR-{i}" for i in range(500)]
+    base = model_words() if short else [f"w{i}" for i in range(20_000)]
+    vocab = base + [f"ERR-{i}" for i in range(500)]
+    low, high = (12, 36) if short else (40, 120)
     records = []
     for i in range(n):
-        words = rng.choices(vocab, k=rng.randint(40, 120))
+        words = rng.choices(vocab, k=rng.randint(low, high))
         # a tenth of the corpus is restricted, so filtered search is exercised
         acl = "finance" if i % 10 == 0 else "public"
         records.append(passage_record("generated", f"doc {i}", " ".join(words), acl))
@@ -140,6 +155,7 @@ def run_corpus(
         "corpus": name,
         "records": len(records),
         "vectors": "random (engines only)" if random_vectors else store.embedder.name,
+        "backend": "-" if random_vectors else store.embedder.backend,
         "ingest_seconds": round(ingest_s, 2),
         "records_per_s": round(len(records) / ingest_s, 1),
         "embeddings_per_s": round(report.embeddings / ingest_s, 1),
@@ -162,6 +178,17 @@ def main() -> None:
         action="store_true",
         help="embed the generated corpus with the model (slow)",
     )
+    ap.add_argument(
+        "--short",
+        action="store_true",
+        help="generated passages of 12-36 words of the model's vocabulary (else 40-120 made-up)",
+    )
+    ap.add_argument(
+        "--backends",
+        default=os.environ.get("WAYPOINT_EMBEDDING_BACKEND", "torch"),
+        help="with --real-embeddings: embedding backends to ingest with, one after another "
+        "(torch,onnx,onnx-int8)",
+    )
     ap.add_argument("--queries", type=int, default=200, help="queries per corpus")
     ap.add_argument("--hotpot-rows", type=int, default=None, help="limit HotpotQA rows")
     ap.add_argument(
@@ -174,11 +201,19 @@ def main() -> None:
         recs, qs = hotpot_corpus(args.hotpot_rows)
         results.append(run_corpus("hotpotqa", recs, qs, False, args.queries))
     if args.corpus in ("generated", "all"):
-        recs, qs = generated_corpus(args.generated)
-        results.append(run_corpus("generated", recs, qs, not args.real_embeddings, args.queries))
+        recs, qs = generated_corpus(args.generated, args.short)
+        for backend in args.backends.split(",") if args.real_embeddings else ["-"]:
+            if backend != "-":
+                os.environ["WAYPOINT_EMBEDDING_BACKEND"] = backend
+            results.append(
+                run_corpus("generated", recs, qs, not args.real_embeddings, args.queries)
+            )
 
     for r in results:
-        print(f"\n== {r['corpus']}: {r['records']} records, vectors: {r['vectors']}")
+        print(
+            f"\n== {r['corpus']}: {r['records']} records, vectors: {r['vectors']} "
+            f"(backend {r['backend']})"
+        )
         print(
             f"ingest {r['ingest_seconds']} s = {r['records_per_s']} records/s, "
             f"{r['embeddings_per_s']} embeddings/s; unchanged re-ingest "
@@ -190,7 +225,7 @@ def main() -> None:
     payload = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {
-            "cpus": __import__("os").cpu_count(),
+            "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
         },

@@ -55,3 +55,18 @@ def test_a_backend_that_disagrees_is_refused_and_torch_embeds(monkeypatch, onnx_
         assert embedder.backend == "torch"
     assert "vectors disagree with the torch model's" in caplog.text
     assert embedder.encode(TEXTS) == embedder._encode_torch(TEXTS)
+
+
+def test_int8_weights_agree_with_the_torch_model(monkeypatch, onnx_dir):
+    """The quantized export passes the agreement check (it is used, not refused): its
+    matrix products by weights run in int8 except the ones fed by the activation
+    function, whose outliers int8 cannot hold."""
+    onnx = pytest.importorskip("onnx")
+    embedder = _embedder(monkeypatch, onnx_dir, WAYPOINT_EMBEDDING_BACKEND="onnx-int8")
+    assert embedder.backend == "onnx-int8"
+    [path] = onnx_dir.glob("*-onnx-int8-*/model.onnx")
+    ops = [node.op_type for node in onnx.load(str(path)).graph.node]
+    assert ops.count("MatMulInteger") >= 4 * ops.count("Erf") > 0  # q, k, v, out, in
+    int8 = np.array(embedder.encode(TEXTS))
+    torch = np.array(embedder._encode_torch(TEXTS))
+    assert float((int8 * torch).sum(axis=1).min()) >= 0.99
