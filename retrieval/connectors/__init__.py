@@ -32,6 +32,7 @@ from retrieval.connectors.files import SUFFIXES, FilesConnector
 from retrieval.connectors.found import FoundFiles
 from retrieval.connectors.git import GitError, is_git_repository, load_repository
 from retrieval.connectors.jsonl import JsonlConnector
+from retrieval.connectors.parallel import parse_files
 from retrieval.connectors.slack import Distiller, SlackConnector, is_slack_export
 from retrieval.connectors.tickets import TicketsConnector, looks_like_tickets
 from retrieval.records import PUBLIC_GROUP, Record
@@ -206,6 +207,8 @@ def _is_ticket_file(path: Path, ctx: LoadContext, in_folder: bool = False) -> bo
 
 
 def _run(connector: BaseConnector[Any], root: Path, ctx: LoadContext) -> list[Record]:
+    if isinstance(connector, FilesConnector):
+        return parse_files(connector, connector.fetch(root), ctx)
     records: list[Record] = []
     for raw in connector.fetch(root):
         try:

@@ -15,9 +15,11 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from retrieval.chunking import (
@@ -58,6 +60,9 @@ class ConnectorSettings(BaseSettings):
     zip_max_ratio: float = 200.0  # uncompressed / compressed size of one member
     # Spreadsheets: rows read per sheet (the rest is reported as skipped).
     table_max_rows: int = 200_000
+    # Files of a folder parsed by this many processes (0: one per core; 1: in the
+    # loading process).
+    ingest_workers: int = Field(default=0, ge=0)
     # Git repositories: a file larger than this is skipped (generated code, vendored
     # bundles, data files); the first bytes checked for NUL to call a file binary.
     git_max_file_bytes: int = 1_000_000
@@ -186,15 +191,20 @@ class SourceDocument:
 
     @property
     def content_hash(self) -> str:
-        return document_hash(
-            self.hash_basis if self.hash_basis is not None else self.text, self.acl
-        )
+        # Every chunk record carries it: hashed once per document, not once per chunk.
+        basis = self.hash_basis if self.hash_basis is not None else self.text
+        return _document_hash(basis, tuple(sorted(self.acl)))
 
 
 def document_hash(basis: str, acl: Sequence[str]) -> str:
     """sha256 of the document's source text and its resolved ACL: an ACL change must never
     be skipped as "unchanged" by the indexer."""
-    return content_hash(basis + "\n\x00acl=" + ",".join(sorted(acl)))
+    return _document_hash(basis, tuple(sorted(acl)))
+
+
+@lru_cache(maxsize=64)
+def _document_hash(basis: str, acl: tuple[str, ...]) -> str:
+    return content_hash(basis + "\n\x00acl=" + ",".join(acl))
 
 
 def make_record(
