@@ -60,8 +60,8 @@ class ConnectorSettings(BaseSettings):
     zip_max_ratio: float = 200.0  # uncompressed / compressed size of one member
     # Spreadsheets: rows read per sheet (the rest is reported as skipped).
     table_max_rows: int = 200_000
-    # Files of a folder parsed by this many processes (0: one per core; 1: in the
-    # loading process).
+    # Files of a folder parsed by this many processes (0: one per core, when the program
+    # may start workers, see connectors/parallel.py; 1: in the loading process).
     ingest_workers: int = Field(default=0, ge=0)
     # Git repositories: a file larger than this is skipped (generated code, vendored
     # bundles, data files); the first bytes checked for NUL to call a file binary.

@@ -11,13 +11,17 @@ crashing the interpreter) ends the pool; the files it had not parsed are parsed 
 
 from __future__ import annotations
 
+import ast
 import logging
 import multiprocessing
 import os
+import sys
 from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
 
 from retrieval.connectors.base import LoadContext
 from retrieval.connectors.files import FileItem, FilesConnector
@@ -33,8 +37,45 @@ Parsed = tuple[list[Record], list[tuple[str, str]], list[tuple[str, str]]]
 
 
 def workers_for(ctx: LoadContext) -> int:
-    """Processes to parse with: the setting, or one per core."""
-    return ctx.connector_settings.ingest_workers or os.cpu_count() or 1
+    """Processes to parse with: the setting, or one per core when workers may start."""
+    if ctx.connector_settings.ingest_workers:
+        return ctx.connector_settings.ingest_workers
+    if not main_module_is_guarded():
+        log.info(
+            "files parsed in this process: the program has no `if __name__ == "
+            "'__main__':` guard, and a worker process would run it again "
+            "(WAYPOINT_INGEST_WORKERS sets the pool's size anyway)"
+        )
+        return 1
+    return os.cpu_count() or 1
+
+
+@lru_cache(maxsize=1)
+def main_module_is_guarded() -> bool:
+    """May a worker process start? A spawned interpreter imports the program's main
+    module again, so a script that loads files at its top level, without the
+    ``if __name__ == "__main__":`` guard, would run its work once more in every worker.
+    An interactive session (or ``python -c``) has no module to import; a module or file
+    is safe when its work sits under the guard (console scripts, pytest, the service)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    where = getattr(spec, "origin", None) or getattr(main, "__file__", None)
+    if where is None:
+        return True
+    try:
+        tree = ast.parse(Path(where).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return False  # nothing to read (stdin, a frozen or zipped program): not known safe
+    return any(isinstance(node, ast.If) and _is_main_test(node.test) for node in tree.body)
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.comparators) == 1):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    texts = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return isinstance(test.ops[0], ast.Eq) and names == ["__name__"] and texts == ["__main__"]
 
 
 def parse_files(
@@ -44,8 +85,7 @@ def parse_files(
     there are enough of them, the rest (and everything without a pool) here."""
     walked = list(items)
     on_disk = [i for i, item in enumerate(walked) if item.data is None]
-    workers = min(workers_for(ctx), len(on_disk))
-    if workers < 2 or len(on_disk) < MIN_FILES:
+    if len(on_disk) < MIN_FILES or (workers := min(workers_for(ctx), len(on_disk))) < 2:
         return [r for item in walked for r in transform_reporting(connector, item, ctx)]
     spec = replace(ctx, failures=[], skipped=[])
     results: dict[int, Future[Parsed]] = {}

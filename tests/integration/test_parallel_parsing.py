@@ -4,6 +4,10 @@ process; a corrupt file fails alone."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +93,50 @@ def test_files_a_dead_pool_left_are_parsed_here(folder: Path, monkeypatch, caplo
     assert [r.id for r in broken.records] == [r.id for r in serial.records]
     assert broken.failures == serial.failures
     assert caplog.text.count("a parsing process died") == 1
+
+
+_PROGRAM = """
+import json, sys
+from retrieval.connectors import load_path, parallel
+calls = []
+real = parallel.ProcessPoolExecutor
+class Counting(real):
+    def __init__(self, *args, **kwargs):
+        calls.append(args[0])
+        super().__init__(*args, **kwargs)
+parallel.ProcessPoolExecutor = Counting
+def main():
+    print("started", flush=True)
+    loaded = load_path(sys.argv[1], source="docs")
+    print(json.dumps({"records": len(loaded.records), "pools": calls}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_script_is_never_run_again_by_its_workers(
+    folder: Path, tmp_path: Path, guarded: bool
+) -> None:
+    """Spawned workers import the program's main module again: a script that loads at
+    its top level (no ``__main__`` guard) is parsed in its own process, not run twice;
+    a guarded one gets the pool."""
+    tail = 'if __name__ == "__main__":\n    main()\n' if guarded else "main()\n"
+    script = tmp_path / "load.py"
+    script.write_text(_PROGRAM + tail)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(script), str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "WAYPOINT_INGEST_WORKERS"},
+            "PYTHONPATH": str(root),
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines.count("started") == 1  # no worker ran the script's work again
+    report = json.loads(lines[-1])
+    assert report["records"] == len(_load(folder, 1).records)
+    assert (report["pools"] != []) is (guarded and (os.cpu_count() or 1) >= 2)
