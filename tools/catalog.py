@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -254,12 +255,7 @@ def _get_links(ctx: ToolContext, args: LinksArgs) -> tuple[list[Evidence], dict[
         if not records:
             continue
         overlap = (
-            max(
-                len(wanted & {_fold(t)[:_PREFIX] for t in tokens(f"{c.title} {c.text}")})
-                for c in records
-            )
-            if wanted
-            else 0
+            max(len(wanted & _word_starts(f"{c.title} {c.text}")) for c in records) if wanted else 0
         )
         if wanted and not overlap:
             continue  # with a query: only the pages that hold some of what is sought
@@ -280,6 +276,20 @@ _STOP = frozenset(
 )
 
 
+# A hub's linked pages are read by call after call: each text's words are folded once.
+_TEXTS_KEPT = 8192
+
+
+@lru_cache(maxsize=_TEXTS_KEPT)
+def _folded_words(text: str) -> frozenset[str]:
+    return frozenset(_fold(t) for t in set(tokens(text)))
+
+
+@lru_cache(maxsize=_TEXTS_KEPT)
+def _word_starts(text: str) -> frozenset[str]:
+    return frozenset(w[:_PREFIX] for w in _folded_words(text))
+
+
 def _fold(token: str) -> str:
     """A light inflection fold so "leads" meets "lead" and "owns" meets "Owning"."""
     for suffix, keep in (("ing", 3), ("ies", 3), ("es", 4), ("s", 3)):
@@ -291,9 +301,7 @@ def _fold(token: str) -> str:
 def _best_section(chunks: list[Any], query: str, skip: str) -> Any:
     wanted = {_fold(t) for t in tokens(query) if t not in _STOP}
     scored = [
-        (len(wanted & {_fold(t) for t in tokens(c.text)}), -c.chunk_index, c)
-        for c in chunks
-        if c.id != skip
+        (len(wanted & _folded_words(c.text)), -c.chunk_index, c) for c in chunks if c.id != skip
     ]
     scored = [s for s in scored if s[0] > 0]
     return max(scored, key=lambda s: (s[0], s[1]))[2] if scored else None
