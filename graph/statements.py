@@ -358,13 +358,22 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     found.sort(key=lambda x: (-x[0].bound, -x[0].direct, -x[0].subject, x[0].index))
     # Paraphrase for the words the best candidates miss ("locked" ... "giving up").
     top = found[:_PARAPHRASE_CANDIDATES]
-    missing = {t for _, near in top for t in need if t not in near}
-    if missing:
-        prefetch([*missing, *set().union(*(near for _, near in top))])
+
+    def gap(st: Statement, near: set[str]) -> list[str]:
+        """The words worth a paraphrase: this candidate misses them, and could pass
+        MIN_BOUND if all were met (else its words need no vectors)."""
+        unmet = [t for t in need if t not in near]
+        reach = st.bound + _FAR * sum(weight[t] for t in unmet) / total
+        return unmet if reach >= MIN_BOUND else []
+
+    gaps = [gap(st, near) for st, near in top]
+    open_ = [near for (_, near), unmet in zip(top, gaps, strict=True) if unmet]
+    if open_:
+        prefetch([*{t for unmet in gaps for t in unmet}, *set().union(*open_)])
     out: list[Statement] = []
-    for st, near in top:
+    for (st, near), unmet in zip(top, gaps, strict=True):
         # a word met only by its paraphrase counts as one met further away
-        extra = _FAR * sum(weight[t] for t in need if t not in near and related(t, near))
+        extra = _FAR * sum(weight[t] for t in unmet if related(t, near))
         out.append(
             Statement(
                 st.index, st.sentence, st.bound + extra / total, st.direct, st.values, st.subject
