@@ -80,7 +80,7 @@ def _with_chain(
     """A passage reached by following a mention is cited with the passage that named it
     (and the other way round): the chain is the answer's support ("the runbook names
     Dana; Dana's page says she leads Payments"). The chain's supporting sentences are
-    added, parent before child."""
+    added, parent before child, one reached page per quoted one."""
     ids = {e.id: n for n, e in enumerate(evidence, start=1)}
     parent_of = {
         n: ids[p.parent]
@@ -89,11 +89,17 @@ def _with_chain(
         if p.parent in ids and ids[p.parent] != n
     }
     best: dict[int, str] = {}
+    rank: dict[int, int] = {}
     for sup in sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index)):
         best.setdefault(sup.index, sup.sentence)
+        rank.setdefault(sup.index, len(rank))
     chosen = dict(picked)
     for n in list(chosen):
-        linked = [m for m, p in parent_of.items() if p == n] + [parent_of.get(n, 0)]
+        # A chain is a path, not a tree: of the pages reached from this one (the loop
+        # follows many of its mentions), the one that speaks to the question best is its
+        # next hop; the others are what was looked at, not what supports the answer.
+        reached = [m for m, p in parent_of.items() if p == n and m in best and m not in chosen]
+        linked = sorted(reached, key=rank.__getitem__)[:1] + [parent_of.get(n, 0)]
         # a page the quoted sentence names ("Owner: Payments team" -> the Payments team page)
         said = chosen[n].casefold()
         named = [

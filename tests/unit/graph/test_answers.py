@@ -472,6 +472,35 @@ def test_a_hop_is_cited_with_the_passage_that_named_it() -> None:
     assert any("Payments Platform" in x and x.endswith("[2]") for x in lines)
 
 
+def test_a_quoted_passage_brings_one_reached_page_not_every_one() -> None:
+    """The loop follows many mentions of a page; the chain cites the reached page that
+    speaks to the question best, not all of them."""
+    from graph.extractive import _with_chain
+    from graph.support import Support
+    from tools.evidence import Provenance
+
+    def reached(doc: str, title: str, text: str) -> Evidence:
+        hop = [Provenance(round=2, tool="lookup_entity", query=title, parent="w:r#0")]
+        return ev(doc, title, text).model_copy(update={"provenance": hop})
+
+    runbook = ev("w:r", "Ledger runbook", "The Ledger runbook was written by Dana Ruiz.")
+    pages = [
+        runbook,
+        reached("w:o", "Review board", "Omar Haddad is an engineer on the team."),
+        reached("w:d", "Staff directory", "Dana Ruiz, an engineer, leads the Payments team."),
+    ]
+    supports = [
+        Support(2, pages[1].text, 0, 0.5, set(), 0.25),
+        Support(3, pages[2].text, 0, 1.0, set(), 0.75),
+    ]
+    question = "Which team does the engineer who wrote the Ledger runbook lead?"
+    chain = _with_chain([(1, runbook.text)], pages, supports, question)
+    assert [n for n, _ in chain] == [1, 3]
+    # a reached page is still cited when it is the only one
+    chain = _with_chain([(1, runbook.text)], pages[:2], supports[:1], question)
+    assert [n for n, _ in chain] == [1, 2]
+
+
 def test_technical_values_are_read_beside_the_kind_noun() -> None:
     evidence = [
         ev(
