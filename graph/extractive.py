@@ -110,6 +110,11 @@ def _with_chain(
         for m in linked:
             if m and m not in chosen and m in best:
                 chosen[m] = best[m]
+        # Likewise one of the pages the sentence names: a supporting one first, the best.
+        named = sorted(
+            (m for m in named if m not in chosen),
+            key=lambda m: (0, rank[m], m) if m in rank else (1, 0, m),
+        )[:1]
         for m in named:
             # the named page's sentence that speaks to the question (its next hop)
             line = best.get(m) or _closest_sentence(evidence[m - 1].text, question)

@@ -499,6 +499,15 @@ def test_a_quoted_passage_brings_one_reached_page_not_every_one() -> None:
     # a reached page is still cited when it is the only one
     chain = _with_chain([(1, runbook.text)], pages[:2], supports[:1], question)
     assert [n for n, _ in chain] == [1, 2]
+    # so does a sentence that names several pages: the one that speaks to the question
+    said = "Dana Ruiz wrote the Ledger runbook after moving from Billing to Payments."
+    named = [
+        ev("w:r", "Ledger runbook", said),
+        ev("w:b", "Billing", "The Billing team sends invoices to carriers."),
+        ev("w:p", "Payments", "The Payments team is led by Dana Ruiz, an engineer."),
+    ]
+    backing = [Support(3, named[2].text, 0, 1.0, set(), 0.75)]
+    assert [n for n, _ in _with_chain([(1, said)], named, backing, question)] == [1, 3]
 
 
 def test_technical_values_are_read_beside_the_kind_noun() -> None:
