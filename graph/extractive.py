@@ -102,24 +102,29 @@ def _with_chain(
         linked = sorted(reached, key=rank.__getitem__)[:1] + [parent_of.get(n, 0)]
         # a page the quoted sentence names ("Owner: Payments team" -> the Payments team page)
         said = chosen[n].casefold()
+        own = base_title(evidence[n - 1].title).casefold()
         named = [
             m
             for m, e in enumerate(evidence, start=1)
-            if m != n and len(base_title(e.title)) >= 3 and base_title(e.title).casefold() in said
+            if m != n
+            and len(base_title(e.title)) >= 3
+            and base_title(e.title).casefold() in said
+            and base_title(e.title).casefold() != own  # the same subject is no next hop
         ]
         for m in linked:
             if m and m not in chosen and m in best:
                 chosen[m] = best[m]
-        # Likewise one of the pages the sentence names: a supporting one first, the best.
+        # Likewise one of the pages the sentence names, the first that speaks to the
+        # question (its next hop): a supporting one first, the best.
         named = sorted(
             (m for m in named if m not in chosen),
             key=lambda m: (0, rank[m], m) if m in rank else (1, 0, m),
-        )[:1]
+        )
         for m in named:
-            # the named page's sentence that speaks to the question (its next hop)
             line = best.get(m) or _closest_sentence(evidence[m - 1].text, question)
-            if m not in chosen and line:
+            if line:
                 chosen[m] = line
+                break
     order = sorted(chosen, key=lambda n: (_depth(n, parent_of), n))
     return [(n, chosen[n]) for n in order]
 

@@ -508,6 +508,17 @@ def test_a_quoted_passage_brings_one_reached_page_not_every_one() -> None:
     ]
     backing = [Support(3, named[2].text, 0, 1.0, set(), 0.75)]
     assert [n for n, _ in _with_chain([(1, said)], named, backing, question)] == [1, 3]
+    # the next hop is another subject: a second page about the quoted one's own subject
+    # is not it, and a page with nothing to say to the question is passed over
+    owner = "Owner: Payments team (#team-payments)"
+    service = [
+        ev("c:l", "ledger-service", f"# ledger-service\n\n- {owner}"),
+        ev("w:l", "ledger-service", "The ledger-service team owns ERR-4012 alerts."),
+        ev("w:p", "Payments team", "Dana Okafor: team lead."),
+    ]
+    asked = "Who leads the team that owns the affected service?"
+    chain = _with_chain([(1, service[0].text)], service, [], asked)
+    assert [n for n, _ in chain] == [1, 3]
 
 
 def test_technical_values_are_read_beside_the_kind_noun() -> None:
