@@ -210,13 +210,17 @@ def _lookup_entity(ctx: ToolContext, args: LookupArgs) -> list[Evidence]:
     return evidence
 
 
-def _page_evidence(ctx: ToolContext, first: Any, score: float, query: str | None) -> list[Evidence]:
-    """A page's opening, after its section best matching ``query`` when there is one."""
+def _page_evidence(
+    ctx: ToolContext, first: Any, score: float, query: str | None, chunks: list[Any] | None = None
+) -> list[Evidence]:
+    """A page's opening, after its section best matching ``query`` when there is one
+    (``chunks``: the page's sections the caller may read, when already read)."""
     out: list[Evidence] = []
     if query:
         # A long page's first section rarely holds the fact sought: its best-matching
         # section comes first, then the page's opening (what the page is about).
-        chunks = ctx.store.get_document(first.doc_id, ctx.flt)
+        if chunks is None:
+            chunks = ctx.store.get_document(first.doc_id, ctx.flt)
         best = _best_section(chunks, query, skip=first.id)
         if best is not None:
             out.append(evidence_from_record(best, score))
@@ -262,7 +266,7 @@ def _get_links(ctx: ToolContext, args: LinksArgs) -> tuple[list[Evidence], dict[
         pages.append((-overlap, order, records))
     evidence: list[Evidence] = []
     for _neg, _order, records in sorted(pages, key=lambda p: (p[0], p[1]))[: args.limit]:
-        evidence += _page_evidence(ctx, records[0], 0.5, args.query)
+        evidence += _page_evidence(ctx, records[0], 0.5, args.query, records)
     detail = {
         "out": [{"doc_id": x.doc_id, "via": x.via, "kind": x.kind} for x in outgoing],
         "in": [{"doc_id": x.doc_id, "via": x.via, "kind": x.kind} for x in incoming],
