@@ -16,8 +16,10 @@ import difflib
 import logging
 import shutil
 import struct
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -96,6 +98,7 @@ class Store:
         self.generation = generation
         self.home = settings.home
         self._docs_view: _DocumentsView | None = None
+        self._pages = _PagesRead()
         self._structure: tuple[int, StructureIndex] | None = None
 
     # ---- opening ----------------------------------------------------------------------
@@ -511,7 +514,8 @@ class Store:
         }
 
     def get_document(self, doc_id: str, flt: SearchFilter) -> list[Record]:
-        return [r for r in self.catalog.doc_records(doc_id) if self.allowed(r, flt)]
+        records = self._pages.get(self.version(), doc_id, self.catalog.doc_records)
+        return [r for r in records if self.allowed(r, flt)]
 
     def neighbors(self, chunk_id: str, flt: SearchFilter, window: int = 1) -> list[Record]:
         """Adjacent sections of the same document (not the chunk itself), in order."""
@@ -623,6 +627,38 @@ class Store:
 
 
 _FUZZY_CUTOFF = 0.8  # difflib ratio a fuzzy title match needs
+
+
+class _PagesRead:
+    """Whole documents read lately (a hub's linked pages are read by call after call),
+    kept while the content version stays: any change of the content empties it. The
+    records are shared between readers, who only read them; each read is filtered for its
+    caller as before."""
+
+    _KEPT = 256  # documents
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version = -1
+        self._docs: OrderedDict[str, tuple[Record, ...]] = OrderedDict()
+
+    def get(self, version: int, doc_id: str, read: Callable[[str], list[Record]]) -> list[Record]:
+        with self._lock:
+            if version != self._version:
+                self._version, self._docs = version, OrderedDict()
+            kept = self._docs.get(doc_id)
+            if kept is not None:
+                self._docs.move_to_end(doc_id)
+                return list(kept)
+        # Read outside the lock; a version read before the read keys it, so content
+        # changed meanwhile is dropped at the next call, which sees the new version.
+        records = tuple(read(doc_id))
+        with self._lock:
+            if version == self._version:
+                self._docs[doc_id] = records
+                while len(self._docs) > self._KEPT:
+                    self._docs.popitem(last=False)
+        return list(records)
 
 
 class _DocumentsView:

@@ -103,6 +103,21 @@ def test_neighbors_and_document_order(store):
     assert store.neighbors("test:n.md#9", flt) == []
 
 
+def test_a_document_read_again_is_its_current_content_seen_by_each_caller(store):
+    """Whole documents are kept between reads; a change of content, its ACL or its
+    deletion is what the next read returns, and every read is filtered for its caller."""
+    store.ingest(_doc("k.md", ["kept original text", "second"], acl=["hr"]))
+    hr, eng = store.filter_for(["hr"]), store.filter_for(["eng"])
+    assert [r.text for r in store.get_document("test:k.md", hr)] == ["kept original text", "second"]
+    assert store.get_document("test:k.md", eng) == []  # the kept copy is filtered too
+    store.ingest(_doc("k.md", ["kept changed text"], acl=["hr"]))
+    assert [r.text for r in store.get_document("test:k.md", hr)] == ["kept changed text"]
+    store.ingest(_doc("k.md", ["kept changed text"]))  # made public
+    assert [r.text for r in store.get_document("test:k.md", eng)] == ["kept changed text"]
+    assert store.delete_document("test:k.md")
+    assert store.get_document("test:k.md", hr) == []
+
+
 def test_version_changes_with_content_and_is_shared_through_the_catalog(store):
     v0 = store.version()
     store.ingest(_doc("v.md", ["versioned text"]))
