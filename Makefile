@@ -119,6 +119,7 @@ test-e2e: setup
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check retrieval tools graph api evalsets tests benchmarks
+	$(BIN)/ruff format --check retrieval tools graph api evalsets tests benchmarks
 	$(BIN)/mypy
 
 # Schema-driven fuzzing (schemathesis) of the HTTP API: a server on 127.0.0.1 with a

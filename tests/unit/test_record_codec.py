@@ -15,7 +15,7 @@ RECORDS = [
     Record(
         id="chat:t#3",
         source="chat",
-        text="naïve café — 😀 \"quoted\" \\ back\nslash",
+        text='naïve café — 😀 "quoted" \\ back\nslash',
         timestamp=datetime(1999, 12, 31, 23, 59, 59, 123456, tzinfo=UTC),
         metadata={
             "title": "Ünïcode",
