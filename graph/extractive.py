@@ -93,6 +93,7 @@ def _with_chain(
     for sup in sorted(supports, key=lambda x: (-(x.direct + x.coverage), x.index)):
         best.setdefault(sup.index, sup.sentence)
         rank.setdefault(sup.index, len(rank))
+    titles = [base_title(e.title).casefold() for e in evidence]
     chosen = dict(picked)
     for n in list(chosen):
         # A chain is a path, not a tree: of the pages reached from this one (the loop
@@ -101,15 +102,12 @@ def _with_chain(
         reached = [m for m, p in parent_of.items() if p == n and m in best and m not in chosen]
         linked = sorted(reached, key=rank.__getitem__)[:1] + [parent_of.get(n, 0)]
         # a page the quoted sentence names ("Owner: Payments team" -> the Payments team page)
-        said = chosen[n].casefold()
-        own = base_title(evidence[n - 1].title).casefold()
+        said, own = chosen[n].casefold(), titles[n - 1]
         named = [
             m
-            for m, e in enumerate(evidence, start=1)
-            if m != n
-            and len(base_title(e.title)) >= 3
-            and base_title(e.title).casefold() in said
-            and base_title(e.title).casefold() != own  # the same subject is no next hop
+            for m, title in enumerate(titles, start=1)
+            # another subject than the quoted page's own: the same one is no next hop
+            if len(title) >= 3 and title in said and title != own
         ]
         for m in linked:
             if m and m not in chosen and m in best:

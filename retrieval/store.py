@@ -635,17 +635,20 @@ class _PagesRead:
     records are shared between readers, who only read them; each read is filtered for its
     caller as before."""
 
-    _KEPT = 256  # documents
+    # Records kept, counted over documents: a few long PDFs must not hold the memory
+    # that many wiki pages would share.
+    _KEPT = 20_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._version = -1
         self._docs: OrderedDict[str, tuple[Record, ...]] = OrderedDict()
+        self._held = 0
 
     def get(self, version: int, doc_id: str, read: Callable[[str], list[Record]]) -> list[Record]:
         with self._lock:
             if version != self._version:
-                self._version, self._docs = version, OrderedDict()
+                self._version, self._docs, self._held = version, OrderedDict(), 0
             kept = self._docs.get(doc_id)
             if kept is not None:
                 self._docs.move_to_end(doc_id)
@@ -654,10 +657,11 @@ class _PagesRead:
         # changed meanwhile is dropped at the next call, which sees the new version.
         records = tuple(read(doc_id))
         with self._lock:
-            if version == self._version:
+            if version == self._version and doc_id not in self._docs:
                 self._docs[doc_id] = records
-                while len(self._docs) > self._KEPT:
-                    self._docs.popitem(last=False)
+                self._held += len(records)
+                while self._held > self._KEPT and len(self._docs) > 1:
+                    self._held -= len(self._docs.popitem(last=False)[1])
         return list(records)
 
 
