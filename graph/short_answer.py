@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph.class_answer import DEFINING, class_answer
 from graph.fields import named_answer
 from graph.lexicon import related
 from graph.measures import group_size, length_m, per_year, span_s
@@ -610,11 +611,6 @@ _PAIR = re.compile(
     r"((?:[A-Z][\w'’.-]*\s+)*[A-Z][\w'’.-]*)\s+and\s+((?:[A-Z][\w'’.-]*)(?:\s+[A-Z][\w'’.-]*)*)"
 )
 _ASKED_KIND = re.compile(r"\b(?:which|what|this)\s+([a-z]+)", re.I)
-_DEFINING = re.compile(
-    r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+(.+?)"
-    r"(?=[.;:(]|\s+(?:who|which|that|whose|known|best|born|from|based|founded|located|in|of|"
-    r"with|for|by|on|at)\b|$)"
-)
 
 
 def shared_value(question: str, evidence: list[Evidence]) -> Found | None:
@@ -674,7 +670,7 @@ def _kind_values(kind: str, lead: str, text: str, own: set[str]) -> list[str]:
         )
     if kind in _NATION_KINDS:
         return _demonyms(lead, own)
-    m = _DEFINING.search(lead)
+    m = DEFINING.search(lead)
     if not m:
         return []
     items = [i.strip() for i in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", m.group(1))]
@@ -1144,7 +1140,51 @@ def _date_text(d: DateValue, text: str) -> str | None:
     return None
 
 
+# A dotted code name the question asks about: http.server, shutil.copytree, re.DOTALL.
+_DOTTED = re.compile(
+    r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w(])|(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?=\()"
+)
+
+
+def _leading_name(title: str) -> str:
+    """ "http.client — HTTP protocol client" -> "http.client": the name a page documents."""
+    return (title.split() or [""])[0].casefold()
+
+
+def in_named_scope(question: str, evidence: list[Evidence], support: list[tuple[int, str]]) -> bool:
+    """Is a value read in the scope of the code names the question asks about? A passage
+    that neither writes the name nor documents it (its page's name is the name's module,
+    "shutil" for shutil.copytree) states another thing's value: http.client's default
+    port is not http.server's. A passage reached by following a mention counts with the
+    passage it was reached from."""
+    names = [m.group(0).casefold() for m in _DOTTED.finditer(question)]
+    if not names:
+        return True
+    ids = {e.id: n for n, e in enumerate(evidence, start=1)}
+
+    def speaks_of(n: int, name: str, seen: set[int]) -> bool:
+        e = evidence[n - 1]
+        heading = " ".join(e.locator.heading_path) if e.locator else ""
+        if name in f"{e.title} {heading} {e.text}".casefold():
+            return True
+        if _leading_name(e.title) == name.rsplit(".", 1)[0]:
+            return True
+        parents = [ids[p.parent] for p in e.provenance if p.parent in ids]
+        return any(m not in seen and speaks_of(m, name, seen | {m}) for m in parents)
+
+    return all(any(speaks_of(n, name, {n}) for n, _ in support) for name in names)
+
+
 def find_short_answer(
+    question: str, evidence: list[Evidence], supports: list[Support]
+) -> Found | None:
+    found = _find_short_answer(question, evidence, supports)
+    if found is not None and not in_named_scope(question, evidence, found.support):
+        return None
+    return found
+
+
+def _find_short_answer(
     question: str, evidence: list[Evidence], supports: list[Support]
 ) -> Found | None:
     if not evidence:
@@ -1160,7 +1200,21 @@ def find_short_answer(
     tabled = _from_table(question, evidence)
     if not supports:
         return tabled  # a wh-value is read only off what supports the answer
-    return wh_answer(shape, question, evidence, supports) or tabled
+    return (
+        wh_answer(shape, question, evidence, supports)
+        or tabled
+        or _of_class(shape, question, evidence)
+    )
+
+
+def _of_class(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:
+    """A name asked for by its class ("which aircraft carrier", "who was known as …"):
+    the page of that class the question's words bind to."""
+    if shape.answer_type not in {"entity", "place", "person", "value"}:
+        return None
+    person = shape.answer_type == "person" and not _asks_of_a_relative(question)
+    found = class_answer(question, evidence, person=person)
+    return Found(found[0], found[1]) if found else None
 
 
 def _from_table(question: str, evidence: list[Evidence]) -> Found | None:

@@ -1,0 +1,152 @@
+"""A name asked for by its class: "what liberal arts college…", "which aircraft carrier…",
+"who was known by the stage name…".
+
+Such an answer is usually a page of its own: a subject whose opening sentence says what it
+is ("Berea College is a liberal arts work college…"), or whose name carries the class
+("Fairfax County"). Of the pages in the evidence that the
+question does not already name, the one that is of the asked class and to which the
+question's other words bind (on its page, or in the sentences of other passages that name
+it) is the answer; a tie, or a weak binding, is no answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from graph.lexicon import related
+from graph.question import ask_of
+from graph.text import QUESTION_WORDS, STOPWORDS, sentences, stem, terms, words
+from tools.evidence import Evidence
+from tools.titles import base_title
+
+# "X is an American film director, …": what a page's opening says its subject is.
+DEFINING = re.compile(
+    r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+(.+?)"
+    r"(?=[.;:(]|\s+(?:who|which|that|whose|known|best|born|from|based|founded|located|in|of|"
+    r"with|for|by|on|at)\b|$)"
+)
+# "which aircraft carrier", "what kind of lamp", "what is the name of the ethnic group"
+_NAME_OF = re.compile(
+    r"\b(what|which)(?:['’]s|\s+is|\s+was|\s+are)\s+the\s+names?\s+of\s+(?:the|an?)\s+", re.I
+)
+_WH_PHRASE = re.compile(
+    r"\b(?:which|what)\s+(?:(?:kind|type|sort|form)s?\s+of\s+)?([\w'’ ,-]+)", re.I
+)
+_AUX = frozenset("is are was were be been has have had do does did will would can could".split())
+# A person's page opens with their dates: "(born 3 April 1959)", "(1872 – 20 July 1928)".
+_LIFE_DATES = re.compile(
+    r"\((?:[^()]*;\s*)?(?:born|b\.)\s"
+    r"|\((?:[^()]*;\s*)?(?:c\.\s*)?(?:\w+\s+)?(?:\d{1,2}\s+)?(?:\w+\s+)?\d{3,4}\s*[–-]"
+)
+# "the director of X", "the younger brother of X": the asked person is another's relation
+_DESCRIBED_PERSON = re.compile(r"\bthe\s+(?:\w+\s+)?\w+\s+of\b", re.I)
+# Share of the question's other terms that must bind to the chosen page.
+_MIN_BINDING = 0.5
+_LEAD_SENTENCES = 2
+
+
+def asked_class(question: str) -> list[str]:
+    """The class phrase of "which/what <class> …", stemmed, its head noun last:
+    "what liberal arts work college that was founded…" -> [liber…, "college"]."""
+    ask = _NAME_OF.sub(r"\1 ", ask_of(question))
+    m = _WH_PHRASE.search(ask)
+    if not m:
+        return []
+    phrase: list[str] = []
+    for w in re.findall(r"[\w'’-]+", m.group(1)):
+        low = w.casefold()
+        if low in STOPWORDS or low in _AUX or (phrase and low.endswith("ed")):
+            break
+        phrase.append(stem(low))
+    return phrase
+
+
+def _lead(text: str) -> str:
+    return " ".join(sentences(text)[:_LEAD_SENTENCES])
+
+
+def _defines_as(text: str, head: str) -> bool:
+    said = [m.group(1) for m in DEFINING.finditer(_lead(text))]
+    nouns = [stem(w) for phrase in said for w in words(phrase)]
+    # "movie" asked, "film" written: the head noun of the definition, by meaning
+    return head in nouns or any(related(head, [stem(w) for w in words(p)[-1:]]) for p in said)
+
+
+def class_answer(
+    question: str, evidence: list[Evidence], person: bool
+) -> tuple[str, list[tuple[int, str]]] | None:
+    """The page of the asked class the question binds to, with its defining sentence and
+    the sentence of another passage that ties it to the question; ``person``: a "who"
+    question with no class noun, answered only by a person's page (it opens with dates)."""
+    phrase = asked_class(question)
+    if not phrase and not person:
+        return None
+    head = phrase[-1] if phrase else ""
+    ask = ask_of(question)
+    if person and _DESCRIBED_PERSON.search(ask):
+        return None
+    q_stems = [stem(w) for w in words(question)]
+    if head and q_stems.count(head) > 1:
+        return None  # the question calls another thing by the class too ("an empire that…")
+    salient = [t for t in terms(question) if t not in QUESTION_WORDS and t not in phrase]
+    if not salient:
+        return None
+    asked = question.casefold()
+    pages: dict[str, int] = {}
+    for n, e in enumerate(evidence, start=1):
+        title = base_title(e.title)
+        own = [stem(w) for w in words(title)]
+        if not title[:1].isupper() and not title[:1].isdigit():
+            continue  # a name, not a description ("Heap queue algorithm")
+        if title.casefold() in asked or set(own) <= set(q_stems):
+            continue  # the question names it: a hop, not the answer
+        if person:
+            if not _LIFE_DATES.search(_lead(e.text)):
+                continue
+        elif not (
+            _defines_as(e.text, head) or (own[-1:] == [head] and title.split()[-1][:1].isupper())
+        ):
+            continue
+        pages.setdefault(title, n)
+    scored = sorted(
+        (_binding(title, n, evidence, salient) for title, n in pages.items()),
+        key=lambda b: -b.score,
+    )
+    if not scored:
+        return None
+    best = scored[0]
+    if (len(scored) > 1 and scored[1].score == best.score) or best.score < _MIN_BINDING * len(
+        salient
+    ):
+        return None  # two pages bind as well, or the question's words barely reach it
+    opening = (sentences(evidence[best.n - 1].text) or [best.title])[0]
+    # the passage that names it first (the hop that led here), then its own opening
+    return best.title, [*best.naming, (best.n, opening)]
+
+
+@dataclass
+class _Binding:
+    score: int  # the question's other terms found on the page or where it is named
+    title: str
+    n: int
+    naming: list[tuple[int, str]]  # the other passage's sentence that names it, if any
+
+
+def _binding(title: str, n: int, evidence: list[Evidence], salient: list[str]) -> _Binding:
+    name = title.casefold()
+    bound = set(terms(evidence[n - 1].text))
+    best: tuple[int, int, str] | None = None
+    for m, e in enumerate(evidence, start=1):
+        if m == n:
+            continue
+        for sent in sentences(e.text):
+            if name not in sent.casefold():
+                continue
+            have = set(terms(sent))
+            bound |= have
+            shared = len(have & set(salient))
+            if best is None or shared > best[0]:
+                best = (shared, m, sent)
+    naming = [(best[1], best[2])] if best else []
+    return _Binding(sum(t in bound for t in salient), title, n, naming)

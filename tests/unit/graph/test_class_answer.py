@@ -1,0 +1,112 @@
+"""A name asked for by its class: the page of that class the question's words bind to."""
+
+from __future__ import annotations
+
+from graph.class_answer import asked_class, class_answer
+from graph.extractive import extractive_answer
+from tools.evidence import Evidence, Provenance
+from tools.testing import evidence
+
+
+def ev(doc: str, title: str, text: str) -> Evidence:
+    return evidence(doc, text).model_copy(update={"title": title})
+
+
+QUINT = ev(
+    "quint",
+    "Mara Quint",
+    "Mara Quint (born 4 May 1960) is a bridge designer. "
+    "She studied at Hollowell Institute before joining the city office.",
+)
+HOLLOWELL = ev(
+    "hollowell",
+    "Hollowell Institute",
+    "Hollowell Institute is a private engineering school in Lisbon, founded in 1887.",
+).model_copy(  # opened by following the mention on Mara Quint's page
+    update={
+        "provenance": [
+            Provenance(round=2, tool="get_links", query="Hollowell Institute", parent="quint#0")
+        ]
+    }
+)
+DORN = ev("dorn", "Dorn Academy", "Dorn Academy is an engineering school founded in 1920.")
+
+
+def test_the_class_phrase_ends_with_its_head_noun() -> None:
+    assert asked_class("Mara studied at what engineering school that was founded in 1887?") == [
+        "engineering",
+        "school",
+    ]
+    assert asked_class("What is the name of the ethnic group who settled there?") == [
+        "ethnic",
+        "group",
+    ]
+    assert asked_class("what is the capital?") == []
+
+
+def test_the_page_of_the_asked_class_that_the_question_binds_to_is_the_answer() -> None:
+    question = "Mara Quint studied at what engineering school that was founded in 1887?"
+    found = class_answer(question, [QUINT, DORN, HOLLOWELL], person=False)
+    assert found is not None
+    name, support = found
+    assert name == "Hollowell Institute"
+    # the passage that names it (the hop), then its own defining sentence
+    assert [n for n, _ in support] == [1, 3]
+    answer = extractive_answer(question, [QUINT, DORN, HOLLOWELL])
+    assert answer.short_answer == "Hollowell Institute"
+    assert "[1]" in answer.text and "[3]" in answer.text and "[2]" not in answer.text
+
+
+def test_two_pages_that_bind_as_well_are_no_answer() -> None:
+    both = ev(
+        "quint",
+        "Mara Quint",
+        "Mara Quint (born 4 May 1960) studied at Hollowell Institute and Dorn Academy.",
+    )
+    dorn = ev("dorn", "Dorn Academy", "Dorn Academy is an engineering school in Lisbon.")
+    hollowell = ev(
+        "hollowell",
+        "Hollowell Institute",
+        "Hollowell Institute is an engineering school in Lisbon.",
+    )
+    question = "Mara Quint studied at what engineering school?"
+    assert class_answer(question, [both, dorn, hollowell], person=False) is None
+
+
+def test_a_page_the_question_names_is_a_hop_not_the_answer() -> None:
+    question = "Which engineering school did Hollowell Institute absorb in 1887?"
+    assert class_answer(question, [HOLLOWELL], person=False) is None
+
+
+def test_a_description_is_not_a_name() -> None:
+    page = ev(
+        "heapq",
+        "heapq — heap queue algorithm",
+        "This module provides an implementation of the heap queue algorithm for the shuffler.",
+    )
+    assert class_answer("what algorithm does the shuffler use?", [page], person=False) is None
+
+
+def test_a_class_the_question_gives_another_thing_is_ambiguous() -> None:
+    king = ev("kell", "Kell", "Kell was the king of the Oster Empire from 631.")
+    oster = ev(
+        "oster", "Oster Empire", "The Oster Empire was an empire that succeeded the Vale Empire."
+    )
+    question = "Kell was the king of an empire that succeeded which empire?"
+    assert class_answer(question, [king, oster], person=False) is None
+
+
+def test_who_is_answered_by_a_persons_page_the_question_binds_to() -> None:
+    varga = ev(
+        "varga",
+        "Ilse Varga",
+        "Ilse Varga (born 2 June 1971), known by her stage name Kestrel, is a singer "
+        "who later advised city councils as a consultant.",
+    )
+    brel = ev("brel", "Tomas Brel", "Tomas Brel (born 1980) is a drummer from Ghent.")
+    question = "Who performed under the stage name Kestrel and later advised city councils?"
+    found = class_answer(question, [brel, varga], person=True)
+    assert found is not None and found[0] == "Ilse Varga"
+    # a person described by a relation to another is that other's, not read off here
+    married = "Who married the narrator of Glass Harbour?"
+    assert class_answer(married, [brel, varga], person=True) is None
