@@ -166,15 +166,19 @@ def asks_a_bound(question: str) -> bool:
     return bool(_BOUND_WORDS.search(ask_of(question)))
 
 
-# "at least 32,768", "a maximum of 50", "up to 8": a bound the value must keep, not the
-# value a setting has.
-_BOUND_BEFORE = frozenset("least most minimum maximum max min".split())
+# "at least 32,768", "a maximum of 50", "up to 8", "size > 32 KiB", "more than 5": a bound
+# the value must keep, not the value a setting has.
+_BOUND_BEFORE = frozenset("least most minimum maximum max min > < >= <= ≥ ≤".split())
+_BOUND_PAIRS = frozenset(
+    {("up", "to"), ("more", "than"), ("less", "than"), ("fewer", "than"), ("greater", "than")}
+)
 
 
 def bounded(toks: list[str], i: int) -> bool:
-    """Does a bound word stand just before the number at ``toks[i]``?"""
+    """Does a bound ("at least", ">", "more than") stand just before the number at
+    ``toks[i]``?"""
     before = [t.strip(",.;:()[]\"'").casefold() for t in toks[max(0, i - 3) : i]]
-    return bool(set(before) & _BOUND_BEFORE) or before[-2:] == ["up", "to"]
+    return bool(set(before) & _BOUND_BEFORE) or tuple(before[-2:]) in _BOUND_PAIRS
 
 
 def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:

@@ -242,3 +242,6 @@ def test_a_bound_a_value_must_keep_is_not_the_value() -> None:
     # asked for a bound: they are
     got = values_in(sentence, "number", "what is the minimum stack size?")
     assert "32,768" in got and "8" in got
+    # a bound written as a symbol or a comparison, a few words after the bound's noun
+    for bound in ("requiring a minimum stack size > 32 KiB", "with more than 64 threads"):
+        assert values_in(bound, "number", "how much stack does a thread get by default?") == ()
