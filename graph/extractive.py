@@ -11,7 +11,7 @@ from collections import Counter
 
 from graph.claims import neutralise_markers
 from graph.policies.base import Answer
-from graph.short_answer import assigned, find_short_answer, stated_value
+from graph.short_answer import assigned, find_short_answer, in_named_scope, stated_value
 from graph.statements import (
     asks_more_than_once,
     assigned_value,
@@ -252,6 +252,16 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
         or find_short_answer(question, evidence, supports)
         or stated_value(question, evidence)
     )
+    if found is not None and not in_named_scope(question, evidence, found.support):
+        # another thing's value (http.client's port for http.server's) is no answer
+        found = None
+        if value_kind(question) is not None:
+            return Answer(
+                text=f"{CANNOT_ANSWER} Missing: a passage that states {_asked_value(question)}.",
+                answerable=False,
+                warnings=warnings,
+                extractive=True,
+            )
     value = found.value if found else None
     if found is not None:
         # The passages that decide the short answer, in chain order, and nothing else.

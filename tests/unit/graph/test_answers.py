@@ -9,7 +9,7 @@ from graph.extractive import extractive_answer
 from graph.question import analyse
 from graph.short_answer import find_short_answer
 from graph.support import assess_support
-from tools.evidence import Evidence
+from tools.evidence import Evidence, Provenance
 from tools.testing import evidence
 
 
@@ -685,3 +685,34 @@ def test_a_default_is_not_answered_by_a_bound() -> None:
     assert [v for _, v in _typed_after("number", toks, cue, set())] == ["0"]
     got = [v for _, v in _typed_after("number", toks, cue, set(), bounds=True)]
     assert got == ["0", "32,768", "32"]
+
+
+# -- a value read in the scope of the code name asked about -----------------------------
+
+
+def test_another_modules_default_is_not_the_named_modules() -> None:
+    from graph.short_answer import in_named_scope
+
+    client = ev(
+        "d:http.client",
+        "http.client — HTTP protocol client",
+        "If no port number is passed to the server, the default HTTP port (80) is used.",
+    )
+    question = "what port does http.server use for https by default?"
+    assert not in_named_scope(question, [client], [(1, client.text)])
+    answer = extractive_answer(question, [client])
+    assert not answer.answerable and answer.short_answer is None
+    assert "http.server" in answer.text  # the refusal names what it looked for
+    # the module's own page documents its functions without repeating the module's name
+    shutil = ev(
+        "d:shutil",
+        "shutil — High-level file operations",
+        "copytree(src, dst, dirs_exist_ok=False): copy a directory tree.",
+    )
+    assert in_named_scope("default of dirs_exist_ok in shutil.copytree?", [shutil], [(1, "x")])
+    # a passage reached from one that names it speaks of it too
+    named = ev("d:a", "Servers", "http.server takes its port from socketserver.")
+    reached = client.model_copy(
+        update={"provenance": [Provenance(round=2, tool="get_links", query="x", parent=named.id)]}
+    )
+    assert in_named_scope(question, [named, reached], [(2, reached.text)])
