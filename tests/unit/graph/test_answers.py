@@ -260,6 +260,14 @@ def test_both_class_yes_no_and_undetermined() -> None:
     # the head noun is on the page but the opening does not say it is one: not determined
     bands[1] = ev("w:b", "Adorable", "Adorable is a novel. It tells of a rock band.")
     assert find_short_answer("Are Lit and Adorable both rock bands?", bands, []) is None
+    # called one of another sort: "a jazz band" is not asked "a rock band"
+    bands[1] = ev("w:b", "Adorable", "Adorable was an English jazz band from Coventry.")
+    other = find_short_answer("Are Lit and Adorable both rock bands?", bands, [])
+    assert other is not None and other.value == "no"
+    assert [n for n, _ in other.support] == [2]
+    # unless the page says the asked sort elsewhere: not settled by the opening alone
+    bands[1] = ev("w:b", "Adorable", "Adorable was an English band. Its sound was rock.")
+    assert find_short_answer("Are Lit and Adorable both rock bands?", bands, []) is None
 
 
 def test_both_with_the_class_after_the_second_name() -> None:
