@@ -1,5 +1,4 @@
-"""A name asked for by its class: "what liberal arts college…", "which aircraft carrier…",
-"who was known by the stage name…".
+"""A name asked for by its class: "what liberal arts college…", "which aircraft carrier…".
 
 Such an answer is usually a page of its own: a subject whose opening sentence says what it
 is ("Berea College is a liberal arts work college…"), or whose name carries the class
@@ -34,13 +33,6 @@ _WH_PHRASE = re.compile(
     r"\b(?:which|what)\s+(?:(?:kind|type|sort|form)s?\s+of\s+)?([\w'’ ,-]+)", re.I
 )
 _AUX = frozenset("is are was were be been has have had do does did will would can could".split())
-# A person's page opens with their dates: "(born 3 April 1959)", "(1872 – 20 July 1928)".
-_LIFE_DATES = re.compile(
-    r"\((?:[^()]*;\s*)?(?:born|b\.)\s"
-    r"|\((?:[^()]*;\s*)?(?:c\.\s*)?(?:\w+\s+)?(?:\d{1,2}\s+)?(?:\w+\s+)?\d{3,4}\s*[–-]"
-)
-# "the director of X", "the younger brother of X": the asked person is another's relation
-_DESCRIBED_PERSON = re.compile(r"\bthe\s+(?:\w+\s+)?\w+\s+of\b", re.I)
 # Share of the question's other terms that must bind to the chosen page.
 _MIN_BINDING = 0.5
 _LEAD_SENTENCES = 2
@@ -74,20 +66,16 @@ def _defines_as(text: str, head: str) -> bool:
 
 
 def class_answer(
-    question: str, evidence: list[Evidence], person: bool
+    question: str, evidence: list[Evidence]
 ) -> tuple[str, list[tuple[int, str]]] | None:
     """The page of the asked class the question binds to, with its defining sentence and
-    the sentence of another passage that ties it to the question; ``person``: a "who"
-    question with no class noun, answered only by a person's page (it opens with dates)."""
+    the sentence of another passage that ties it to the question."""
     phrase = asked_class(question)
-    if not phrase and not person:
+    if not phrase:
         return None
-    head = phrase[-1] if phrase else ""
-    ask = ask_of(question)
-    if person and _DESCRIBED_PERSON.search(ask):
-        return None
+    head = phrase[-1]
     q_stems = [stem(w) for w in words(question)]
-    if head and q_stems.count(head) > 1:
+    if q_stems.count(head) > 1:
         return None  # the question calls another thing by the class too ("an empire that…")
     salient = [t for t in terms(question) if t not in QUESTION_WORDS and t not in phrase]
     if not salient:
@@ -101,10 +89,7 @@ def class_answer(
             continue  # a name, not a description ("Heap queue algorithm")
         if title.casefold() in asked or set(own) <= set(q_stems):
             continue  # the question names it: a hop, not the answer
-        if person:
-            if not _LIFE_DATES.search(_lead(e.text)):
-                continue
-        elif not (
+        if not (
             _defines_as(e.text, head) or (own[-1:] == [head] and title.split()[-1][:1].isupper())
         ):
             continue

@@ -1210,12 +1210,11 @@ def _find_short_answer(
 
 
 def _of_class(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:
-    """A name asked for by its class ("which aircraft carrier", "who was known as …"):
-    the page of that class the question's words bind to."""
+    """A name asked for by its class ("which aircraft carrier"): the page of that class
+    the question's words bind to."""
     if shape.answer_type not in {"entity", "place", "person", "value"}:
         return None
-    person = shape.answer_type == "person" and not _asks_of_a_relative(question)
-    found = class_answer(question, evidence, person=person)
+    found = class_answer(question, evidence)
     return Found(found[0], found[1]) if found else None
 
 

@@ -46,7 +46,7 @@ def test_the_class_phrase_ends_with_its_head_noun() -> None:
 
 def test_the_page_of_the_asked_class_that_the_question_binds_to_is_the_answer() -> None:
     question = "Mara Quint studied at what engineering school that was founded in 1887?"
-    found = class_answer(question, [QUINT, DORN, HOLLOWELL], person=False)
+    found = class_answer(question, [QUINT, DORN, HOLLOWELL])
     assert found is not None
     name, support = found
     assert name == "Hollowell Institute"
@@ -70,12 +70,12 @@ def test_two_pages_that_bind_as_well_are_no_answer() -> None:
         "Hollowell Institute is an engineering school in Lisbon.",
     )
     question = "Mara Quint studied at what engineering school?"
-    assert class_answer(question, [both, dorn, hollowell], person=False) is None
+    assert class_answer(question, [both, dorn, hollowell]) is None
 
 
 def test_a_page_the_question_names_is_a_hop_not_the_answer() -> None:
     question = "Which engineering school did Hollowell Institute absorb in 1887?"
-    assert class_answer(question, [HOLLOWELL], person=False) is None
+    assert class_answer(question, [HOLLOWELL]) is None
 
 
 def test_a_description_is_not_a_name() -> None:
@@ -84,7 +84,7 @@ def test_a_description_is_not_a_name() -> None:
         "heapq — heap queue algorithm",
         "This module provides an implementation of the heap queue algorithm for the shuffler.",
     )
-    assert class_answer("what algorithm does the shuffler use?", [page], person=False) is None
+    assert class_answer("what algorithm does the shuffler use?", [page]) is None
 
 
 def test_a_class_the_question_gives_another_thing_is_ambiguous() -> None:
@@ -93,20 +93,4 @@ def test_a_class_the_question_gives_another_thing_is_ambiguous() -> None:
         "oster", "Oster Empire", "The Oster Empire was an empire that succeeded the Vale Empire."
     )
     question = "Kell was the king of an empire that succeeded which empire?"
-    assert class_answer(question, [king, oster], person=False) is None
-
-
-def test_who_is_answered_by_a_persons_page_the_question_binds_to() -> None:
-    varga = ev(
-        "varga",
-        "Ilse Varga",
-        "Ilse Varga (born 2 June 1971), known by her stage name Kestrel, is a singer "
-        "who later advised city councils as a consultant.",
-    )
-    brel = ev("brel", "Tomas Brel", "Tomas Brel (born 1980) is a drummer from Ghent.")
-    question = "Who performed under the stage name Kestrel and later advised city councils?"
-    found = class_answer(question, [brel, varga], person=True)
-    assert found is not None and found[0] == "Ilse Varga"
-    # a person described by a relation to another is that other's, not read off here
-    married = "Who married the narrator of Glass Harbour?"
-    assert class_answer(married, [brel, varga], person=True) is None
+    assert class_answer(question, [king, oster]) is None
