@@ -603,6 +603,8 @@ class Store:
             return [d for d in rows if d is not None and _admits(flt, d)]
 
         ranked = admitted(index.named(key, (IDENT,)))
+        if not ranked and "." not in key:
+            ranked = admitted(index.qualified(key))
         ranked += [d for d in view.by_title.get(key, []) if d not in ranked and _admits(flt, d)]
         ranked += [d for d in view.by_entity.get(key, []) if d not in ranked and _admits(flt, d)]
         if len(ranked) < limit:

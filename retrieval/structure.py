@@ -45,14 +45,31 @@ PATH = "path"  # a code / file path written in the text
 _KEY = r"[A-Z][A-Z0-9]{1,9}-\d{1,6}(?:-\d{1,6})*"
 # snake_case / SCREAMING_SNAKE names: shared_buffers, pg_dump, LEDGER_STRICT_IDEMPOTENCY.
 _SNAKE = r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
-# Dotted code names: json.dumps, os.path.join, ledger.entries.v1 (parts of 2+ characters).
-_DOTTED = r"[a-z_][A-Za-z0-9_]+(?:\.[a-z_][A-Za-z0-9_]+)+(?:\(\))?"
+# Dotted code names: json.dumps, os.path.join, ledger.entries.v1, asyncio.TaskGroup (parts
+# of 2+ characters, a lowercase module first; a capitalised part only in CamelCase, so two
+# sentences run together, "ended.The", are no code).
+_DOTTED = (
+    r"[a-z_][A-Za-z0-9_]+(?:\.(?:[a-z_][A-Za-z0-9_]+|[A-Z][A-Za-z0-9_]*[a-z0-9_][A-Z][A-Za-z0-9_]*"
+    r"|[A-Z]{2,}[a-z][A-Za-z0-9_]*))+(?:\(\))?"
+)
 _IDENT_RE = re.compile(rf"(?<![\w./-])(?:{_KEY}|{_SNAKE}|{_DOTTED})(?![\w-]|\.\w)")
 _BACKTICK_RE = re.compile(r"`([^`\s]{2,60})`")
 _URL_RE = re.compile(r"https?://[^\s<>()\"'`\]]+[^\s<>()\"'`\].,;:!?]")
 _PATH_RE = re.compile(r"(?<![\w/.:-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}(?![\w/])")
-# What may open a line before the name it defines: list markers, table bars, emphasis.
-_LINE_OPEN = re.compile(r"^[\s>*+|#`_-]*(?:\d+[.)]\s*)?[*_`]*")
+# What may open a line before the name it defines: list markers, table bars, emphasis, and
+# the kind an API reference writes before a name ("class asyncio.TaskGroup").
+_LINE_OPEN = re.compile(
+    r"^[\s>*+|#`_-]*(?:\d+[.)]\s*)?[*_`]*"
+    r"(?:(?:abstract\s+|async\s+|static\s+)?(?:class|exception|def|function|method|"
+    r"attribute|data|coroutine|interface|struct|enum)\s+(?=[\w.]+\s*(?:[(:=]|$)))?"
+)
+# Code names people write without a module: CamelCase classes (TaskGroup, HTTPStatus) and
+# upper-case settings (PYTHONPATH). Read in questions only: running text has too many
+# capitalised words that are not code ("McDonald", "NASA").
+_CAMEL = re.compile(
+    r"(?<![\w.])(?:[A-Z][A-Za-z0-9]*[a-z0-9][A-Z]|[A-Z]{2,}[a-z])[A-Za-z0-9]*(?![\w.])"
+)
+_UPPER = re.compile(r"(?<![\w.])[A-Z][A-Z0-9]{5,}(?![\w.])")
 # What follows a defined name on its line: a colon, a table bar, a dash, "=", a bracket.
 _DEFINES = re.compile(r"[*_`]*\s*(?:[:|=\u2014\u2013(]|\s-\s|$)")
 # Metadata keys (any source) whose values name people or teams.
@@ -72,6 +89,24 @@ def identifiers(text: str) -> list[str]:
     found = [m.group(0).removesuffix("()") for m in _IDENT_RE.finditer(text)]
     found += [m.group(1).strip("()") for m in _BACKTICK_RE.finditer(text)]
     return list(dict.fromkeys(f for f in found if f))
+
+
+def code_names(question: str) -> list[str]:
+    """The code names a question writes: its identifiers, and CamelCase or upper-case names
+    ("when did asyncio get TaskGroup?", "what does PYTHONSAFEPATH do?")."""
+    found = identifiers(question)
+    found += [m.group(0) for m in _CAMEL.finditer(question)]
+    found += [m.group(0) for m in _UPPER.finditer(question)]
+    return list(dict.fromkeys(found))
+
+
+def defines(text: str, name: str) -> bool:
+    """Does a line of ``text`` define ``name``, qualified or by its last part
+    ("TaskGroup" is defined by "class asyncio.TaskGroup")?"""
+    key = fold(name)
+    if len(key) < 3:
+        return False
+    return any(fold(d) == key or fold(d).endswith("." + key) for d in _defined_on_lines(text))
 
 
 def _defined_on_lines(text: str) -> list[str]:
@@ -187,8 +222,12 @@ class StructureIndex:
     ) -> None:
         self.doc_ids = set(doc_ids)
         self.by_name: dict[str, dict[str, list[str]]] = {}
+        # "taskgroup" -> the documents defining asyncio.TaskGroup: code is named unqualified
+        self.by_last_part: dict[str, list[str]] = {}
         for doc_id, key, kind in names:
             self.by_name.setdefault(key, {}).setdefault(kind, []).append(doc_id)
+            if kind == IDENT and "." in key and " " not in key:
+                self.by_last_part.setdefault(key.rsplit(".", 1)[1], []).append(doc_id)
         self.by_path: dict[str, list[str]] = {}
         for doc_id in self.doc_ids:
             _source, _, path = doc_id.partition(":")
@@ -210,6 +249,11 @@ class StructureIndex:
         for kind in kinds:
             out += [d for d in found.get(kind, ()) if d not in out]
         return out
+
+    def qualified(self, name: str) -> list[str]:
+        """Documents defining a qualified name whose last part is ``name``
+        ("TaskGroup" -> the page defining asyncio.TaskGroup)."""
+        return list(dict.fromkeys(self.by_last_part.get(fold(name), ())))
 
     def mentioning(self, name: str) -> list[str]:
         """Documents that name the identifier without defining it."""

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 from retrieval.placement import engine_call
 from retrieval.records import ALL_LEGS, Meta
 from retrieval.search_models import SearchOptions
-from retrieval.structure import identifiers
+from retrieval.structure import defines, identifiers
 from tools.context import ToolContext
 from tools.evidence import Evidence
 from tools.normalize import evidence_from_hit, evidence_from_record
@@ -206,22 +206,32 @@ def _lookup_entity(ctx: ToolContext, args: LookupArgs) -> list[Evidence]:
     records = ctx.store.lookup(args.name, ctx.flt, args.limit)
     evidence = []
     for first in records:
-        evidence += _page_evidence(ctx, first, _name_score(args.name, first), args.query)
+        score = _name_score(args.name, first)
+        evidence += _page_evidence(ctx, first, score, args.query, defining=args.name)
     return evidence
 
 
 def _page_evidence(
-    ctx: ToolContext, first: Any, score: float, query: str | None, chunks: list[Any] | None = None
+    ctx: ToolContext,
+    first: Any,
+    score: float,
+    query: str | None,
+    chunks: list[Any] | None = None,
+    defining: str | None = None,
 ) -> list[Evidence]:
     """A page's opening, after its section best matching ``query`` when there is one
-    (``chunks``: the page's sections the caller may read, when already read)."""
+    (``chunks``: the page's sections the caller may read, when already read) or, first,
+    the section that defines the name looked up ("class asyncio.TaskGroup")."""
     out: list[Evidence] = []
     if query:
         # A long page's first section rarely holds the fact sought: its best-matching
         # section comes first, then the page's opening (what the page is about).
         if chunks is None:
             chunks = ctx.store.get_document(first.doc_id, ctx.flt)
-        best = _best_section(chunks, query, skip=first.id)
+        best = next(
+            (c for c in chunks if c.id != first.id and defining and defines(c.text, defining)),
+            None,
+        ) or _best_section(chunks, query, skip=first.id)
         if best is not None:
             out.append(evidence_from_record(best, score))
             score *= 0.9

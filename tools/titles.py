@@ -11,9 +11,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from retrieval.structure import identifiers
+from retrieval.structure import code_names, identifiers
 
-__all__ = ["TitleIndex", "base_title", "identifiers", "named_titles", "name_spans", "tokens"]
+__all__ = [
+    "TitleIndex",
+    "base_title",
+    "code_names",
+    "identifiers",
+    "named_titles",
+    "name_spans",
+    "tokens",
+]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 # A title shorter than this (in characters) or a single common word is too ambiguous to

@@ -28,7 +28,7 @@ from graph.text import (
 )
 from tools.evidence import Evidence
 from tools.executor import ToolCall
-from tools.titles import TitleIndex, base_title, identifiers, named_titles
+from tools.titles import TitleIndex, base_title, code_names, identifiers, named_titles
 
 _COMPARISON = re.compile(
     r"\b(both|same|either|neither|compared?|older|younger|earlier|later|first|"
@@ -164,7 +164,7 @@ class RulePolicy:
                 )
             )
         folded = {t.casefold() for t in named}
-        for ident in identifiers(q)[: max(0, MAX_QUESTION_LOOKUPS - len(named))]:
+        for ident in code_names(q)[: max(0, MAX_QUESTION_LOOKUPS - len(named))]:
             if ident.casefold() not in folded:
                 # The page that defines an identifier the question names (ERR-4012).
                 calls.append(
@@ -444,7 +444,7 @@ class RulePolicy:
         still sought (get_links reads only the linked pages matching the query)."""
         calls: list[ToolCall] = []
         cap = 1 if chained else MAX_STRUCTURE_LEADS
-        asked = {i.casefold() for i in identifiers(view.question)}
+        asked = {i.casefold() for i in code_names(view.question)}
         for e in frontier:
             own = {i.casefold() for i in identifiers(e.title)}
             found = [

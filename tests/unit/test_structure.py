@@ -18,6 +18,7 @@ from retrieval.structure import (
     TITLE,
     URL,
     StructureIndex,
+    code_names,
     document_structure,
     identifiers,
 )
@@ -137,6 +138,40 @@ def test_a_definition_line_needs_a_separator() -> None:
     names = set(document_structure(recs).names)
     assert ("err-10", IDENT) in names
     assert ("err-9", IDENT) not in names
+
+
+def test_an_api_reference_defines_classes_named_in_camel_case() -> None:
+    text = (
+        "class asyncio.TaskGroup\nAn asynchronous context manager holding a group of tasks.\n"
+        "exception asyncio.CancelledError\nThe operation has been cancelled.\n"
+        "A class is a template; the class of things.\n"
+    )
+    names = set(document_structure([make_record("asyncio-task", text, title="Tasks")]).names)
+    assert {("asyncio.taskgroup", IDENT), ("asyncio.cancellederror", IDENT)} <= names
+    assert not {n for n, kind in names if kind == IDENT and n.startswith(("is", "of"))}
+    # two sentences run together are no code; a CamelCase part is
+    assert identifiers("The tour ended.The album sold. See http.HTTPStatus.") == ["http.HTTPStatus"]
+
+
+def test_a_code_name_is_found_by_its_unqualified_name() -> None:
+    page = [make_record("asyncio-task", "class asyncio.TaskGroup\nHolds tasks.", title="Tasks")]
+    other = [make_record("glossary", "A task group holds tasks.", title="Glossary")]
+    index = _index({"docs:asyncio-task": page, "docs:glossary": other})
+    assert index.qualified("TaskGroup") == ["docs:asyncio-task"]
+    assert index.qualified("Holds") == []
+
+
+def test_a_question_names_code_in_camel_case_or_upper_case() -> None:
+    assert code_names("when did asyncio get TaskGroup?") == ["TaskGroup"]
+    assert code_names("since which version does HTTPStatus have 418?") == ["HTTPStatus"]
+    assert code_names("what does PYTHONSAFEPATH do?") == ["PYTHONSAFEPATH"]
+    assert code_names("default of dirs_exist_ok in shutil.copytree") == [
+        "dirs_exist_ok",
+        "shutil.copytree",
+    ]
+    # a capitalised word or a short acronym is no code name
+    assert code_names("Which film came out first, Tron or Up?") == []
+    assert code_names("Was the NASA probe launched first?") == []
 
 
 def test_links_in_chunk_metadata_only() -> None:

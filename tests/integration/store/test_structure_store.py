@@ -62,6 +62,47 @@ def test_a_definition_comes_before_a_title_naming_it_and_mentions(
     ]
 
 
+def test_a_class_is_found_by_its_unqualified_name_within_the_callers_acl(
+    store_factory: Callable[..., Any],
+) -> None:
+    store = store_factory()
+    store.ingest(
+        [
+            # three sections: an opening, the definition, and one sharing more words
+            # with the question than the definition does
+            _page("asyncio-task.md", "Coroutines and tasks."),
+            make_record(
+                "asyncio-task.md",
+                "class asyncio.TaskGroup\nHolds a group of tasks.\nNew in version 3.11.",
+                source="wiki",
+                index=1,
+                title="asyncio-task.md",
+            ),
+            make_record(
+                "asyncio-task.md",
+                "When asyncio runs tasks, you get groups of them done with gather().",
+                source="wiki",
+                index=2,
+                title="asyncio-task.md",
+            ),
+            _page("internal.md", "class ledger.PayoutBatch\nInternal.\n", acl=["finance"]),
+        ]
+    )
+    eng = store.filter_for(["eng"])
+    assert _ids(store.lookup("TaskGroup", eng, 3)) == ["wiki:asyncio-task.md"]
+    # the lookup tool brings the section that defines it, not one that matches the words
+    got = asyncio.run(
+        lookup_entity(
+            ToolContext(store=store, flt=eng),
+            LookupArgs(name="TaskGroup", limit=1, query="when did asyncio get task groups?"),
+        )
+    )
+    assert "class asyncio.TaskGroup" in got.evidence[0].text
+    assert _ids(store.lookup("PayoutBatch", eng, 3)) == []
+    finance = store.filter_for(["finance"])
+    assert _ids(store.lookup("PayoutBatch", finance, 3)) == ["wiki:internal.md"]
+
+
 def test_broken_links_are_reported_not_fatal(store_factory: Callable[..., Any]) -> None:
     store = store_factory()
     report = store.ingest(
