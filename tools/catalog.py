@@ -220,7 +220,7 @@ def _page_evidence(
     defining: str | None = None,
 ) -> list[Evidence]:
     """A page's opening, after its section best matching ``query`` when there is one
-    (``chunks``: the page's sections the caller may read, when already read) or, first,
+    (``chunks``: the page's sections the caller may read, when already read) and, first,
     the section that defines the name looked up ("class asyncio.TaskGroup")."""
     out: list[Evidence] = []
     if query:
@@ -228,11 +228,15 @@ def _page_evidence(
         # section comes first, then the page's opening (what the page is about).
         if chunks is None:
             chunks = ctx.store.get_document(first.doc_id, ctx.flt)
-        best = next(
-            (c for c in chunks if c.id != first.id and defining and defines(c.text, defining)),
-            None,
-        ) or _best_section(chunks, query, skip=first.id)
-        if best is not None:
+        # The section defining the name looked up (of several, the one matching the query
+        # best: an index of names defines them too); the best match for the query too, as
+        # a definition may open at a section's end and go on in the next.
+        definers = [c for c in chunks if defining and defines(c.text, defining)]
+        sections = [
+            _best_section(definers, query, skip=first.id) if definers else None,
+            _best_section(chunks, query, skip=first.id),
+        ]
+        for best in {s.id: s for s in sections if s is not None}.values():
             out.append(evidence_from_record(best, score))
             score *= 0.9
     out.append(evidence_from_record(first, score))
