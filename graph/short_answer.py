@@ -271,10 +271,13 @@ def _quantity_nouns(question: str, shape: QuestionShape) -> set[str]:
 
 
 def _sentence_with(text: str, needle: str | None = None) -> str:
+    """The first sentence that writes ``needle`` as a whole ("0" is not written by
+    "version 3.10"), else the first sentence."""
     sents = sentences(text)
     if needle:
+        whole = re.compile(rf"(?<![\w.,]){re.escape(needle)}(?!\w|[.,]\d)", re.IGNORECASE)
         for s in sents:
-            if needle.casefold() in s.casefold():
+            if whole.search(s):
                 return s
     return sents[0] if sents else text
 

@@ -724,3 +724,15 @@ def test_another_modules_default_is_not_the_named_modules() -> None:
         update={"provenance": [Provenance(round=2, tool="get_links", query="x", parent=named.id)]}
     )
     assert in_named_scope(question, [named, reached], [(2, reached.text)])
+
+
+def test_a_value_is_quoted_from_the_sentence_that_writes_it_whole() -> None:
+    from graph.short_answer import _sentence_with
+
+    text = (
+        "New in version 3.10.\n\nthreading.stack_size([size])\n\nReturn the thread stack "
+        "size used when creating new threads. If size is not specified, 0 is used."
+    )
+    # "3.10" does not write 0: the sentence that does is the one quoted
+    assert _sentence_with(text, "0") == "If size is not specified, 0 is used."
+    assert _sentence_with(text, "3.10").startswith("New in version 3.10.")
