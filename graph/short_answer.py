@@ -39,7 +39,7 @@ from graph.statements import (
 from graph.support import Support, chain_context
 from graph.text import NUMBER_WORDS, STOPWORDS, key_terms, sentences, stem, terms, words
 from tools.evidence import Evidence
-from tools.titles import base_title, whole_word_spans
+from tools.titles import base_title, identifiers, whole_word_spans
 
 _MONTHS = {
     m: i
@@ -1145,12 +1145,6 @@ def _date_text(d: DateValue, text: str) -> str | None:
     return None
 
 
-# A dotted code name the question asks about: http.server, shutil.copytree, re.DOTALL.
-_DOTTED = re.compile(
-    r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w(])|(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?=\()"
-)
-
-
 def _leading_name(title: str) -> str:
     """ "http.client — HTTP protocol client" -> "http.client": the name a page documents."""
     return (title.split() or [""])[0].casefold()
@@ -1162,7 +1156,8 @@ def in_named_scope(question: str, evidence: list[Evidence], support: list[tuple[
     "shutil" for shutil.copytree) states another thing's value: http.client's default
     port is not http.server's. A passage reached by following a mention counts with the
     passage it was reached from."""
-    names = [m.group(0).casefold() for m in _DOTTED.finditer(question)]
+    # the dotted code names it asks about: http.server, shutil.copytree, re.DOTALL
+    names = [i.casefold() for i in identifiers(question) if "." in i]
     if not names:
         return True
     ids = {e.id: n for n, e in enumerate(evidence, start=1)}

@@ -22,7 +22,7 @@ _CONTENT_VERSION = "content_version"
 # The doc_names / doc_links tables' layout and extraction rules: a catalog written under
 # another version (or before they existed) has them rebuilt from its stored chunks.
 _STRUCTURE_VERSION = "structure_version"
-STRUCTURE_VERSION = "2"
+STRUCTURE_VERSION = "3"
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;

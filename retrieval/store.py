@@ -603,10 +603,11 @@ class Store:
             return [d for d in rows if d is not None and _admits(flt, d)]
 
         ranked = admitted(index.named(key, (IDENT,)))
-        if not ranked and "." not in key:
-            ranked = admitted(index.qualified(key))
         ranked += [d for d in view.by_title.get(key, []) if d not in ranked and _admits(flt, d)]
         ranked += [d for d in view.by_entity.get(key, []) if d not in ranked and _admits(flt, d)]
+        if not ranked and "." not in key:
+            # code named without its module: TaskGroup -> the page defining asyncio.TaskGroup
+            ranked = admitted(index.qualified(key))
         if len(ranked) < limit:
             named = admitted(index.named(key, (ENTITY, IDENT_IN, HEADING)))
             ranked += [d for d in named if d not in ranked]

@@ -45,12 +45,15 @@ PATH = "path"  # a code / file path written in the text
 _KEY = r"[A-Z][A-Z0-9]{1,9}-\d{1,6}(?:-\d{1,6})*"
 # snake_case / SCREAMING_SNAKE names: shared_buffers, pg_dump, LEDGER_STRICT_IDEMPOTENCY.
 _SNAKE = r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
-# Dotted code names: json.dumps, os.path.join, ledger.entries.v1, asyncio.TaskGroup (parts
-# of 2+ characters, a lowercase module first; a capitalised part only in CamelCase, so two
-# sentences run together, "ended.The", are no code).
+# Dotted code names: json.dumps, os.path.join, ledger.entries.v1, asyncio.TaskGroup,
+# re.DOTALL (parts of 2+ characters, a lowercase module first; a capitalised part only in
+# CamelCase or upper case, so two sentences run together, "ended.The", are no code).
+# (The CamelCase test is a lookahead so that a long run of letters is scanned once, not
+# tried at every split.)
+_CAMEL_PART = r"[A-Z](?=[A-Za-z0-9_]*?(?:[a-z0-9_][A-Z]|[A-Z][a-z]{2}))[A-Za-z0-9_]*"
 _DOTTED = (
-    r"[a-z_][A-Za-z0-9_]+(?:\.(?:[a-z_][A-Za-z0-9_]+|[A-Z][A-Za-z0-9_]*[a-z0-9_][A-Z][A-Za-z0-9_]*"
-    r"|[A-Z]{2,}[a-z][A-Za-z0-9_]*))+(?:\(\))?"
+    rf"[a-z_][A-Za-z0-9_]+(?:\.(?:[a-z_][A-Za-z0-9_]+|{_CAMEL_PART}|[A-Z][A-Z0-9_]{{2,}}))+"
+    r"(?:\(\))?"
 )
 _IDENT_RE = re.compile(rf"(?<![\w./-])(?:{_KEY}|{_SNAKE}|{_DOTTED})(?![\w-]|\.\w)")
 _BACKTICK_RE = re.compile(r"`([^`\s]{2,60})`")
@@ -65,10 +68,9 @@ _LINE_OPEN = re.compile(
 )
 # Code names people write without a module: CamelCase classes (TaskGroup, HTTPStatus) and
 # upper-case settings (PYTHONPATH). Read in questions only: running text has too many
-# capitalised words that are not code ("McDonald", "NASA").
-_CAMEL = re.compile(
-    r"(?<![\w.])(?:[A-Z][A-Za-z0-9]*[a-z0-9][A-Z]|[A-Z]{2,}[a-z])[A-Za-z0-9]*(?![\w.])"
-)
+# capitalised words that are not code. A question's "McDonald" or "UNESCO" is read too;
+# looking it up is one bounded call that finds its page or nothing.
+_CAMEL = re.compile(rf"(?<![\w.]){_CAMEL_PART}(?![\w.])")
 _UPPER = re.compile(r"(?<![\w.])[A-Z][A-Z0-9]{5,}(?![\w.])")
 # What follows a defined name on its line: a colon, a table bar, a dash, "=", a bracket.
 _DEFINES = re.compile(r"[*_`]*\s*(?:[:|=\u2014\u2013(]|\s-\s|$)")
@@ -226,7 +228,9 @@ class StructureIndex:
         self.by_last_part: dict[str, list[str]] = {}
         for doc_id, key, kind in names:
             self.by_name.setdefault(key, {}).setdefault(kind, []).append(doc_id)
-            if kind == IDENT and "." in key and " " not in key:
+            # (not a document's own file name: "intro.html" is no qualified code name)
+            own_path = fold(doc_id.partition(":")[2])
+            if kind == IDENT and "." in key and " " not in key and key != own_path:
                 self.by_last_part.setdefault(key.rsplit(".", 1)[1], []).append(doc_id)
         self.by_path: dict[str, list[str]] = {}
         for doc_id in self.doc_ids:

@@ -159,6 +159,9 @@ def test_a_code_name_is_found_by_its_unqualified_name() -> None:
     index = _index({"docs:asyncio-task": page, "docs:glossary": other})
     assert index.qualified("TaskGroup") == ["docs:asyncio-task"]
     assert index.qualified("Holds") == []
+    # a document's own file name is no qualified code name: "html" finds no page
+    files = _index({"site:intro.html": [make_record("intro.html", "Hello.", source="site")]})
+    assert files.qualified("html") == []
 
 
 def test_a_question_names_code_in_camel_case_or_upper_case() -> None:

@@ -718,6 +718,9 @@ def test_another_modules_default_is_not_the_named_modules() -> None:
         "copytree(src, dst, dirs_exist_ok=False): copy a directory tree.",
     )
     assert in_named_scope("default of dirs_exist_ok in shutil.copytree?", [shutil], [(1, "x")])
+    # an abbreviation is no code name: "U.S." asks for no module's scope
+    school = ev("d:h", "Hollowell", "Hollowell is a school in Ohio. It was founded in 1887.")
+    assert in_named_scope("When was the U.S. school Hollowell founded?", [school], [(1, "x")])
     # a passage reached from one that names it speaks of it too
     named = ev("d:a", "Servers", "http.server takes its port from socketserver.")
     reached = client.model_copy(
