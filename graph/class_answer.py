@@ -54,15 +54,26 @@ def asked_class(question: str) -> list[str]:
     return phrase
 
 
+def _written(name: str, text: str) -> bool:
+    """Does ``text`` write ``name`` as whole words ("Essex" is not written by "Wessex")?"""
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
+
+
 def _lead(text: str) -> str:
     return " ".join(sentences(text)[:_LEAD_SENTENCES])
 
 
 def _defines_as(text: str, head: str) -> bool:
-    said = [m.group(1) for m in DEFINING.finditer(_lead(text))]
-    nouns = [stem(w) for phrase in said for w in words(phrase)]
-    # "movie" asked, "film" written: the head noun of the definition, by meaning
-    return head in nouns or any(related(head, [stem(w) for w in words(p)[-1:]]) for p in said)
+    # the head noun of each thing the opening calls it ("an American college football
+    # coach" is a coach, not a college; "a screenwriter and film producer" is both);
+    # "movie" asked, "film" written: by meaning
+    items = [
+        item
+        for m in DEFINING.finditer(_lead(text))
+        for item in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", m.group(1))
+    ]
+    heads = [stem(w[-1]) for item in items if (w := words(item))]
+    return head in heads or any(related(head, [h]) for h in heads)
 
 
 def class_answer(
@@ -87,7 +98,7 @@ def class_answer(
         own = [stem(w) for w in words(title)]
         if not title[:1].isupper() and not title[:1].isdigit():
             continue  # a name, not a description ("Heap queue algorithm")
-        if title.casefold() in asked or set(own) <= set(q_stems):
+        if _written(title, asked) or set(own) <= set(q_stems):
             continue  # the question names it: a hop, not the answer
         if not (
             _defines_as(e.text, head) or (own[-1:] == [head] and title.split()[-1][:1].isupper())
@@ -126,7 +137,7 @@ def _binding(title: str, n: int, evidence: list[Evidence], salient: list[str]) -
         if m == n:
             continue
         for sent in sentences(e.text):
-            if name not in sent.casefold():
+            if not _written(name, sent):
                 continue
             have = set(terms(sent))
             bound |= have

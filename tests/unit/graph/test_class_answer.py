@@ -94,3 +94,12 @@ def test_a_class_the_question_gives_another_thing_is_ambiguous() -> None:
     )
     question = "Kell was the king of an empire that succeeded which empire?"
     assert class_answer(question, [king, oster]) is None
+
+
+def test_the_class_is_the_head_noun_of_what_the_opening_calls_it() -> None:
+    coach = ev("hale", "Jim Hale", "Jim Hale is an American college football coach in Ohio.")
+    question = "Which college in Ohio was founded in 1887?"
+    assert class_answer(question, [coach]) is None  # a coach, not a college
+    both = ev("weiss", "Dan Weiss", "Dan Weiss is a screenwriter and film producer from Ohio.")
+    found = class_answer("Which film producer from Ohio wrote it?", [both])
+    assert found is not None and found[0] == "Dan Weiss"
