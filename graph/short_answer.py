@@ -34,6 +34,7 @@ from graph.statements import (
     statements,
     superseded,
     table_value,
+    tables,
     value_kind,
 )
 from graph.support import Support, chain_context
@@ -335,6 +336,9 @@ def _compare(
     values: list[tuple[str, Any]] = []  # (what was read, its value)
     support: list[tuple[int, str]] = []
     options = [_expand(opt, question, evidence) for opt in shape.options]
+    tabled = _table_compare(options, question, evidence, shape.direction == "min")
+    if tabled is not None:
+        return tabled[0], options, tabled[1]
     for opt in options:
         pages, chain = _subject_pages(opt, shape, evidence)
         got = _value_of(shape, question, pages, evidence)
@@ -354,6 +358,49 @@ def _compare(
         return None  # a year against a release number compares nothing
     pick = 0 if (a < b) == (shape.direction == "min") else 1
     return pick, options, list(dict.fromkeys(support))
+
+
+# A cell that is a number, perhaps with a sign, a currency or a unit: "30", "€77,000", "5 s".
+_CELL_NUMBER = re.compile(r"^[^\w\s-]{0,2}\s*(-?\d[\d,]*(?:\.\d+)?)\s*[^\W\d]{0,5}%?$")
+
+
+def _cell_number(cell: str) -> float | None:
+    m = _CELL_NUMBER.match(cell.strip())
+    return float(m.group(1).replace(",", "")) if m else None
+
+
+def _table_compare(
+    options: list[str], question: str, evidence: list[Evidence], smaller: bool
+) -> tuple[int, list[tuple[int, str]]] | None:
+    """Both options rows of one table ("DEBUG | 10", "INFO | 20"): compared by the column
+    the question names, else by the one column numeric in both rows."""
+    asked = set(terms(question))
+    for n, header, rows in tables(evidence):
+        picked: list[list[str]] = []
+        for opt in options:
+            hits = [r for r in rows if len(r) == len(header) and r[0] and _names_whole(r[0], opt)]
+            if len(hits) != 1:
+                break
+            picked.append(hits[0])
+        else:
+            numeric = [
+                c
+                for c in range(1, len(header))
+                if all(_cell_number(r[c]) is not None for r in picked)
+            ]
+            named = [c for c in numeric if set(terms(header[c])) & asked]
+            cols = named or numeric
+            if len(cols) != 1:
+                continue
+            a, b = (_cell_number(r[cols[0]]) for r in picked)
+            if a is None or b is None or a == b:
+                return None  # a tie decides nothing
+            support = [
+                (n, "; ".join(f"{h}: {v}" for h, v in zip(header, r, strict=True) if v))
+                for r in picked
+            ]
+            return (0 if (a < b) == smaller else 1), support
+    return None
 
 
 def _release_of(option: str, evidence: list[Evidence]) -> tuple[tuple[int, ...], int, str] | None:

@@ -422,6 +422,19 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in m.group(1).split("|")] if m else []
 
 
+def tables(evidence: list[Evidence]) -> list[tuple[int, list[str], list[list[str]]]]:
+    """(evidence n, header cells, row cells) of each pipe table the passages hold."""
+    out: list[tuple[int, list[str], list[list[str]]]] = []
+    for n, e in enumerate(evidence, start=1):
+        for block in _blocks(e.text):
+            lines = [ln for ln in block.splitlines() if ln.strip()]
+            if len(lines) < 2 or not all("|" in ln for ln in lines):
+                continue
+            rows = [_cells(ln) for ln in lines[1:] if not _RULE.match(ln)]
+            out.append((n, _cells(lines[0]), rows))
+    return out
+
+
 def table_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str] | None:
     """(evidence n, the row, the cell) where a table answers: the row a name of the question picks
     out ("L4") and the column its header names ("Midpoint"). When several headers are
@@ -431,32 +444,26 @@ def table_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str]
         return None
     order = {t: i for i, t in enumerate(terms(question))}
     found: dict[str, tuple[int, str]] = {}
-    for n, e in enumerate(evidence, start=1):
-        for block in _blocks(e.text):
-            lines = [ln for ln in block.splitlines() if ln.strip()]
-            if len(lines) < 2 or not all("|" in ln for ln in lines):
+    for n, header, rows in tables(evidence):
+        # a column is named by a question word in its header (not the row's name)
+        named = {
+            c: max(order[t] for t in terms(h) if t in order)
+            for c, h in enumerate(header)
+            if any(t in order and t not in parts.keys for t in terms(h))
+        }
+        for row in rows:
+            if len(row) != len(header):
                 continue
-            header = _cells(lines[0])
-            rows = [_cells(ln) for ln in lines[1:] if not _RULE.match(ln)]
-            # a column is named by a question word in its header (not the row's name)
-            named = {
-                c: max(order[t] for t in terms(h) if t in order)
-                for c, h in enumerate(header)
-                if any(t in order and t not in parts.keys for t in terms(h))
-            }
-            for row in rows:
-                if len(row) != len(header):
-                    continue
-                picked = [c for c, cell in enumerate(row) if set(terms(cell)) & set(parts.keys)]
-                cols = [c for c in named if c not in picked]
-                if not picked or not cols:
-                    continue
-                last = max(named[c] for c in cols)
-                heads = [c for c in cols if named[c] == last]
-                if len(heads) == 1 and row[heads[0]]:
-                    # the row as the table says it: "Level: L4; ...; Midpoint: €77,000"
-                    said = "; ".join(f"{h}: {c}" for h, c in zip(header, row, strict=True) if c)
-                    found.setdefault(row[heads[0]], (n, said))
+            picked = [c for c, cell in enumerate(row) if set(terms(cell)) & set(parts.keys)]
+            cols = [c for c in named if c not in picked]
+            if not picked or not cols:
+                continue
+            last = max(named[c] for c in cols)
+            heads = [c for c in cols if named[c] == last]
+            if len(heads) == 1 and row[heads[0]]:
+                # the row as the table says it: "Level: L4; ...; Midpoint: €77,000"
+                said = "; ".join(f"{h}: {c}" for h, c in zip(header, row, strict=True) if c)
+                found.setdefault(row[heads[0]], (n, said))
     if len(found) != 1:
         return None
     value, (n, line) = next(iter(found.items()))

@@ -739,3 +739,24 @@ def test_a_value_is_quoted_from_the_sentence_that_writes_it_whole() -> None:
     # "3.10" does not write 0: the sentence that does is the one quoted
     assert _sentence_with(text, "0") == "If size is not specified, 0 is used."
     assert _sentence_with(text, "3.10").startswith("New in version 3.10.")
+
+
+def test_two_rows_of_one_table_are_compared_by_its_numeric_column() -> None:
+    levels = ev(
+        "d:levels",
+        "Logging levels",
+        "The numeric values of logging levels:\n\n"
+        "Level | Numeric value | Meaning\nERROR | 40 | a failure\nDEBUG | 10 | detail\n"
+        "INFO | 20 | progress\nNOTICE | 20 | worth a look\n",
+    )
+    lower = find_short_answer("is the DEBUG level numerically lower than INFO?", [levels], [])
+    assert lower is not None and lower.value == "yes"
+    assert [line for _, line in lower.support] == [
+        "Level: DEBUG; Numeric value: 10; Meaning: detail",
+        "Level: INFO; Numeric value: 20; Meaning: progress",
+    ]
+    higher = find_short_answer("which level is higher, INFO or ERROR?", [levels], [])
+    assert higher is not None and higher.value == "ERROR"
+    # a tie decides nothing; a row the table lacks leaves it to the pages
+    assert find_short_answer("which level is higher, INFO or NOTICE?", [levels], []) is None
+    assert find_short_answer("which level is higher, INFO or TRACE?", [levels], []) is None
