@@ -17,7 +17,7 @@ from graph.lexicon import related
 from graph.question import ask_of
 from graph.text import QUESTION_WORDS, STOPWORDS, sentences, stem, terms, words
 from tools.evidence import Evidence
-from tools.titles import base_title
+from tools.titles import base_title, whole_word_spans
 
 # "X is an American film director, …": what a page's opening says its subject is.
 DEFINING = re.compile(
@@ -26,6 +26,8 @@ DEFINING = re.compile(
     r"with|for|by|on|at)\b|$)"
 )
 # "which aircraft carrier", "what kind of lamp", "what is the name of the ethnic group"
+# The things a definition lists: "a screenwriter, director and film producer".
+LISTED = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+")
 _NAME_OF = re.compile(
     r"\b(what|which)(?:['’]s|\s+is|\s+was|\s+are)\s+the\s+names?\s+of\s+(?:the|an?)\s+", re.I
 )
@@ -56,7 +58,7 @@ def asked_class(question: str) -> list[str]:
 
 def _written(name: str, text: str) -> bool:
     """Does ``text`` write ``name`` as whole words ("Essex" is not written by "Wessex")?"""
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
+    return next(whole_word_spans(name.casefold(), text.casefold()), None) is not None
 
 
 def _lead(text: str) -> str:
@@ -67,11 +69,7 @@ def _defines_as(text: str, head: str) -> bool:
     # the head noun of each thing the opening calls it ("an American college football
     # coach" is a coach, not a college; "a screenwriter and film producer" is both);
     # "movie" asked, "film" written: by meaning
-    items = [
-        item
-        for m in DEFINING.finditer(_lead(text))
-        for item in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", m.group(1))
-    ]
+    items = [item for m in DEFINING.finditer(_lead(text)) for item in LISTED.split(m.group(1))]
     heads = [stem(w[-1]) for item in items if (w := words(item))]
     return head in heads or any(related(head, [h]) for h in heads)
 
@@ -130,14 +128,13 @@ class _Binding:
 
 
 def _binding(title: str, n: int, evidence: list[Evidence], salient: list[str]) -> _Binding:
-    name = title.casefold()
     bound = set(terms(evidence[n - 1].text))
     best: tuple[int, int, str] | None = None
     for m, e in enumerate(evidence, start=1):
         if m == n:
             continue
         for sent in sentences(e.text):
-            if not _written(name, sent):
+            if not _written(title, sent):
                 continue
             have = set(terms(sent))
             bound |= have

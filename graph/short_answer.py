@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph.class_answer import DEFINING, class_answer
+from graph.class_answer import DEFINING, LISTED, class_answer
 from graph.fields import named_answer
 from graph.lexicon import related
 from graph.measures import group_size, length_m, per_year, span_s
@@ -31,6 +31,7 @@ from graph.statements import (
     asks_more_than_once,
     assigned_value,
     bounded,
+    row_text,
     statements,
     superseded,
     table_value,
@@ -395,10 +396,7 @@ def _table_compare(
             a, b = (_cell_number(r[cols[0]]) for r in picked)
             if a is None or b is None or a == b:
                 return None  # a tie decides nothing
-            support = [
-                (n, "; ".join(f"{h}: {v}" for h, v in zip(header, r, strict=True) if v))
-                for r in picked
-            ]
+            support = [(n, row_text(header, r)) for r in picked]
             return (0 if (a < b) == smaller else 1), support
     return None
 
@@ -725,7 +723,7 @@ def _kind_values(kind: str, lead: str, text: str, own: set[str]) -> list[str]:
     m = DEFINING.search(lead)
     if not m:
         return []
-    items = [i.strip() for i in re.split(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+", m.group(1))]
+    items = [i.strip() for i in LISTED.split(m.group(1))]
     items = [i for i in items if i and i.split()[-1][:1].islower()]
     if kind in _TRADE_KINDS:
         return list(dict.fromkeys(i.split()[-1] for i in items))

@@ -435,6 +435,11 @@ def tables(evidence: list[Evidence]) -> list[tuple[int, list[str], list[list[str
     return out
 
 
+def row_text(header: list[str], row: list[str]) -> str:
+    """A table row as the table says it: "Level: L4; ...; Midpoint: €77,000"."""
+    return "; ".join(f"{h}: {c}" for h, c in zip(header, row, strict=True) if c)
+
+
 def table_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str] | None:
     """(evidence n, the row, the cell) where a table answers: the row a name of the question picks
     out ("L4") and the column its header names ("Midpoint"). When several headers are
@@ -461,9 +466,7 @@ def table_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str]
             last = max(named[c] for c in cols)
             heads = [c for c in cols if named[c] == last]
             if len(heads) == 1 and row[heads[0]]:
-                # the row as the table says it: "Level: L4; ...; Midpoint: €77,000"
-                said = "; ".join(f"{h}: {c}" for h, c in zip(header, row, strict=True) if c)
-                found.setdefault(row[heads[0]], (n, said))
+                found.setdefault(row[heads[0]], (n, row_text(header, row)))
     if len(found) != 1:
         return None
     value, (n, line) = next(iter(found.items()))

@@ -175,12 +175,13 @@ def passage(
     )
 
 
-def evidence(doc: str, text: str, *provenance: Provenance) -> Evidence:
-    """One evidence item titled like its document (``doc#0``), for policy and ranking tests."""
+def evidence(doc: str, text: str, *provenance: Provenance, title: str | None = None) -> Evidence:
+    """One evidence item (``doc#0``) titled ``title`` or like its document, for policy and
+    ranking tests."""
     return Evidence(
         id=f"{doc}#0",
         doc_id=doc,
-        title=doc,
+        title=title if title is not None else doc,
         text=text,
         score=1.0,
         source="wiki",

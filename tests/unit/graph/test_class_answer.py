@@ -9,7 +9,7 @@ from tools.testing import evidence
 
 
 def ev(doc: str, title: str, text: str) -> Evidence:
-    return evidence(doc, text).model_copy(update={"title": title})
+    return evidence(doc, text, title=title)
 
 
 QUINT = ev(
