@@ -189,5 +189,7 @@ def check_answer(
 
 
 def _clean(text: str) -> str:
+    """Spaces a removed marker left behind; punctuation that starts a word (".pyc",
+    ":memory:") keeps the space before it."""
     text = re.sub(r"[ \t]{2,}", " ", text)
-    return re.sub(r"[ \t]+([.,;:])", r"\1", text).strip()
+    return re.sub(r"[ \t]+([.,;:])(?=\s|$)", r"\1", text).strip()
