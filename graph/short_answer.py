@@ -31,6 +31,9 @@ from graph.statements import (
     asks_more_than_once,
     assigned_value,
     bounded,
+    counted_noun,
+    counting,
+    designated,
     row_text,
     statements,
     superseded,
@@ -789,10 +792,11 @@ _WH_WORDS = frozenset("what which who whom whose when where why how".split())
 
 
 def _typed_after(
-    kind: str, toks: list[str], start: int, own: set[str], bounds: bool = False
+    kind: str, toks: list[str], start: int, own: set[str], bounds: bool = False, question: str = ""
 ) -> list[tuple[int, str]]:
     """(distance, value) of each value of the asked type in the window after ``start``; a
-    number a bound word stands before ("at least 32,768") only when ``bounds`` is asked."""
+    number a bound word stands before ("at least 32,768") only when ``bounds`` is asked; a
+    release's designation ("version 3.2", "Linux 3.17") never."""
     out: list[tuple[int, str]] = []
     window = toks[start + 1 : start + 1 + _WINDOW]
     i = 0
@@ -829,9 +833,9 @@ def _typed_after(
             if not bounds and bounded(toks, start + 1 + i):
                 i += 1
                 continue
-            if i > 0 and window[i - 1].casefold() == "version":
+            if designated(toks, start + 1 + i, question):
                 i += 1
-                continue  # "New in version 3.2" is a release, not a quantity
+                continue
             unit = window[i + 1].strip(",.;:()").casefold() if i + 1 < len(window) else ""
             if kind == "duration":
                 if stem(unit) in _DURATION_UNITS:
@@ -889,13 +893,13 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
     if not found:
         return None
     best = found[0]
-    counted = _counted_noun(question)
+    counted = counted_noun(question)
 
     def values(s: Statement) -> tuple[str, ...]:
         # "how many replicas": of "one primary and two replicas", the number that counts
         # replicas; a sentence counting something else states no rival
         if counted:
-            return tuple(v for v in s.values if _counting(v, s.sentence, counted))
+            return tuple(v for v in s.values if counting(v, s.sentence, counted))
         return s.values
 
     rivals = {
@@ -925,17 +929,6 @@ def _noted(value: str, sentence: str) -> bool:
     return any(value in (m.group(1), m.group(2)) for m in VERSION_NOTE.finditer(sentence))
 
 
-def _counting(value: str, sentence: str, counted: str) -> bool:
-    """Is the word right after ``value`` the counted noun or a near synonym?"""
-    toks = [t.strip(",.;:()[]`'\"") for t in sentence.split()]
-    for i, tok in enumerate(toks[:-1]):
-        if tok == value:
-            after = stem(toks[i + 1].casefold())
-            if after == counted or related(counted, [after]):
-                return True
-    return False
-
-
 # A unit of measure is part of a quantity ("5 minutes"); a counted thing is not ("3").
 _MEASURES = frozenset(
     """second minute hour day week month year ms millisecond byte kilobyte megabyte
@@ -951,12 +944,17 @@ _BESIDE = 4
 _DEFAULT_CUES = frozenset({"default", "defaults", "otherwise", "unless"})
 
 
+_BOUND_CUES = frozenset(stem(w) for w in "most least maximum minimum max min than exceed".split())
+
+
 def _beside_asked(value: str, sentence: str, question: str) -> bool:
     """Is the value within a few words of a word the question asks about, or of the word
     documentation states an unset value with ("Default five seconds")?"""
     toks = [stem(t.strip(",.;:()[]`'\"").casefold()) for t in sentence.split()]
     first = stem(value.split()[0].casefold())
     asked = set(terms(question)) | _DEFAULT_CUES
+    if asks_a_bound(question):  # "must be less than or equal to 61" states the bound
+        asked |= _BOUND_CUES
     spots = [i for i, t in enumerate(toks) if t == first]
     return any(
         toks[j] in asked
@@ -1087,6 +1085,12 @@ def wh_answer(
         return None
     if kind == "value":
         return None  # an untyped value: only a setting's default is read (stated_value)
+    if kind in {"number", "duration"} and value_kind(question) == kind:
+        if statements(question, evidence):
+            # sentences that write a value of the asked type in the scope of the
+            # question's names decide, determined or not; a value a few words after any
+            # of its words elsewhere ("glibc 2.27") is no better reading
+            return stated_value(question, evidence)
     cues = _cues(question, shape)
     if not cues:
         return None
@@ -1108,7 +1112,7 @@ def wh_answer(
                     return Found(m, [(n, _sentence_with(e.text, m))])
             continue
         found: dict[str, int] = {}
-        counted = _counted_noun(question) if kind == "number" else None
+        counted = counted_noun(question) if kind == "number" else None
         if counted:
             # "how many replicas" is answered by the number written before the noun:
             # "two replicas", "3 replicas".
@@ -1134,7 +1138,8 @@ def wh_answer(
             for i, t in enumerate(toks):
                 if stem(t.strip(",.;:()").casefold()) not in {stem(c) for c in cues}:
                     continue
-                for dist, value in _typed_after(kind, toks, i, own, asks_a_bound(question)):
+                bounds = asks_a_bound(question)
+                for dist, value in _typed_after(kind, toks, i, own, bounds, question):
                     if value.casefold() not in question.casefold():
                         found[value] = min(found.get(value, dist), dist)
         if found:
@@ -1176,11 +1181,6 @@ def _asks_of_a_relative(question: str) -> bool:
     if _DESCRIBED.search(question):
         return True
     return any(m.group(1).casefold() in _RELATIVES for m in _OF_A_RELATIVE.finditer(question))
-
-
-def _counted_noun(question: str) -> str | None:
-    m = re.search(r"\bhow many\s+([\w-]+)", question, re.IGNORECASE)
-    return stem(m.group(1).casefold()) if m else None
 
 
 def _date_text(d: DateValue, text: str) -> str | None:

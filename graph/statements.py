@@ -29,6 +29,7 @@ from graph.support import chain_context, question_parts
 from graph.text import (
     NUMBER_WORDS,
     QUESTION_WORDS,
+    STOPWORDS,
     acronyms,
     instruction_like,
     sentences,
@@ -58,11 +59,37 @@ _TIME_UNITS = frozenset(
 )
 _LITERALS = frozenset({"true", "false", "none", "null", "unlimited"})
 _NUM = re.compile(r"^[-+$€£]?\d[\d,]*(?:\.\d+)?%?$")
+# A release note of an arrival ("New in version 3.11", "available since 3.2"); "Deprecated
+# since version 3.4" is not one.
 VERSION_NOTE = re.compile(
     r"\b(?:new|added|introduced|available)\s+in\s+(?:version|release|v)?\s*(\d+(?:\.\d+)+)"
-    r"|\bsince\s+(?:version\s+)?(\d+(?:\.\d+)+)",
+    r"|(?<!deprecated\s)(?<!removed\s)(?<!changed\s)\bsince\s+(?:version\s+)?(\d+(?:\.\d+)+)",
     re.IGNORECASE,
 )
+# Notes of the other events a release brings, by the words a question asks them with.
+_EVENT_NOTES = (
+    (
+        frozenset("deprecate deprecates deprecated deprecation".split()),
+        re.compile(r"\bdeprecated\s+(?:since|in)\s+(?:version\s+)?(\d+(?:\.\d+)+)", re.I),
+    ),
+    (
+        frozenset("remove removes removed removal drop drops dropped".split()),
+        re.compile(r"\bremoved\s+in\s+(?:version\s+|python\s+)?(\d+(?:\.\d+)+)", re.I),
+    ),
+)
+
+
+def release_notes(sentence: str, question: str) -> list[str]:
+    """The releases the sentence's notes give for the event the question asks about: a
+    deprecation or a removal when it asks one ("which release removes X" is not answered
+    by "New in version 3.2"), else an arrival."""
+    asked = set(words(question))
+    for cue, note in _EVENT_NOTES:
+        if asked & cue:
+            return [m.group(1) for m in note.finditer(sentence)]
+    return [m.group(1) or m.group(2) for m in VERSION_NOTE.finditer(sentence)]
+
+
 _YEAR = re.compile(r"^(1\d\d\d|20\d\d)s?$")
 # A release named by its number: "nwr-sdk 3.2.0", "v2.4".
 _RELEASE = re.compile(r"^v?\d+\.\d+\.\d+$|^v\d+(?:\.\d+)*$")
@@ -169,34 +196,124 @@ def asks_a_bound(question: str) -> bool:
 # "at least 32,768", "a maximum of 50", "up to 8", "size > 32 KiB", "more than 5": a bound
 # the value must keep, not the value a setting has.
 _BOUND_BEFORE = frozenset("least most minimum maximum max min > < >= <= ≥ ≤".split())
+# "must be 0 or at least 32,768": what a caller may pass, not what is used by default
 _BOUND_PAIRS = frozenset(
     {("up", "to"), ("more", "than"), ("less", "than"), ("fewer", "than"), ("greater", "than")}
+    | {("must", "be"), ("must", "not"), ("should", "be"), ("cannot", "exceed")}
 )
 
 
 def bounded(toks: list[str], i: int) -> bool:
-    """Does a bound ("at least", ">", "more than") stand just before the number at
-    ``toks[i]``?"""
-    before = [t.strip(",.;:()[]\"'").casefold() for t in toks[max(0, i - 3) : i]]
+    """Does a bound ("at least", ">", "more than", "less than or equal to") or a requirement
+    ("must be") stand just before the number at ``toks[i]``?"""
+    before = [t.strip(",.;:()[]\"'").casefold() for t in toks[max(0, i - 6) : i]]
+    if tuple(before[-3:]) == ("or", "equal", "to"):  # "less than or equal to 61"
+        before = before[:-3]
+    before = before[-3:]
     return bool(set(before) & _BOUND_BEFORE) or tuple(before[-2:]) in _BOUND_PAIRS
 
 
+def counted_noun(question: str) -> str | None:
+    """The noun "how many" counts ("how many replicas" -> "replica")."""
+    m = re.search(r"\bhow many\s+([\w-]+)", question, re.IGNORECASE)
+    return stem(m.group(1).casefold()) if m else None
+
+
+def _word_after(value: str, sentence: str) -> list[str]:
+    toks = [t.strip(",.;:()[]`'\"") for t in sentence.split()]
+    return [toks[i + 1] for i, tok in enumerate(toks[:-1]) if tok == value]
+
+
+def counting(value: str, sentence: str, counted: str) -> bool:
+    """Is the word right after ``value`` the counted noun or a near synonym?"""
+    return any(
+        stem(w.casefold()) == counted or related(counted, [stem(w.casefold())])
+        for w in _word_after(value, sentence)
+    )
+
+
+def counts_another(value: str, sentence: str, counted: str) -> bool:
+    """Does ``value`` count another noun than ``counted`` everywhere the sentence writes it
+    ("two hex digits" when bytes are counted)? A bare number ("a default of 128") does
+    not."""
+    after = _word_after(value, sentence)
+    return bool(after) and all(
+        w.isalpha()
+        and w.casefold() not in STOPWORDS
+        and stem(w.casefold()) != counted
+        and not related(counted, [stem(w.casefold())])
+        for w in after
+    )
+
+
+@lru_cache(maxsize=256)
+def _asked_compounds(question: str) -> tuple[str, ...]:
+    """Two neighbouring content words of the question run together ("recursion limit" ->
+    "recursionlimit"), as a code name writes them."""
+    ws = [w.casefold() for w in re.findall(r"[A-Za-z]{3,}", question)]
+    ws = [w for w in ws if w not in STOPWORDS and w not in QUESTION_WORDS]
+    return tuple(a + b for a, b in zip(ws, ws[1:], strict=False))
+
+
+def _names_the_asked(tok: str, question: str) -> bool:
+    """Is the code name ``tok`` the asked thing itself? "defaults to sys.getrecursionlimit()"
+    says where the recursion limit is kept, not what it is; "pickle.DEFAULT_PROTOCOL" is
+    made of the words of "what pickle protocol is the default" alone."""
+    folded = re.sub(r"[^a-z]", "", tok.casefold())
+    if any(c in folded for c in _asked_compounds(question)):
+        return True
+    parts = [stem(p) for p in re.split(r"[._\-]+", tok.casefold()) if p]
+    return len(parts) >= 2 and set(parts) <= {stem(w) for w in words(question)}
+
+
+@lru_cache(maxsize=256)
+def _numbered_words(question: str) -> frozenset[str]:
+    """Words the question writes a number after ("python 3.11", "protocol 4")."""
+    toks = [t.strip(",.;:()?!\"'").casefold() for t in question.split()]
+    return frozenset(a for a, b in zip(toks, toks[1:], strict=False) if b and _NUM.match(b))
+
+
+_CONDITION = frozenset({"if", "unless"})
+
+
+def designated(toks: list[str], i: int, question: str) -> bool:
+    """Does the word before the number at ``toks[i]`` make it a release's designation, not
+    a quantity: "version 3.2", a name ("Linux 3.17", "Python 3.4"; not the sentence's
+    first word), or a word the question itself writes a number after ("what protocol does
+    python 3.11 use" is not answered by "python 3.4")?"""
+    if i < 1:
+        return False
+    prev = toks[i - 1].strip(",.;:()[]\"'“”")
+    low = prev.casefold()
+    named = i > 1 and prev[:1].isupper() and prev.isalpha()
+    return named or low == "version" or low in _numbered_words(question)
+
+
 def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
-    """Values of ``kind`` the sentence writes that the question does not."""
+    """Values of ``kind`` the sentence writes that the question does not (nor a code name
+    of the asked thing itself)."""
     asked = {w.casefold() for w in question.split()} | set(words(question))
     # a question about a setting's value is not answered by a bound it must keep
     bounds = asks_a_bound(question)
     out: list[str] = []
     if kind == "date":
         # A release note dates a thing in documentation ("New in version 3.11").
-        out = [m.group(1) or m.group(2) for m in VERSION_NOTE.finditer(sentence)]
+        out = release_notes(sentence, question)
     toks = [t.strip(",.;:()[]\"'“”") for t in sentence.split()]
+    raw = sentence.split()
+    # Inside a condition ("unless the QUOTE_NONNUMERIC option is given", "if max_workers
+    # is 0 or less, ..."), up to its comma: what must hold, not what the sentence states.
+    # A default may be written in an "if" clause ("If exist_ok is False (the default)").
+    opens = _CONDITION if kind in {"number", "duration"} else {"unless"}
+    conditional = False
     for i, tok in enumerate(toks):
         low = tok.casefold()
-        if not tok or low in asked:
+        closed = bool(i) and raw[i - 1].endswith((",", ";"))
+        conditional = (conditional or low in opens) and not closed
+        if not tok or low in asked or conditional:
             continue
-        prev = toks[i - 1].casefold() if i else ""
         after = toks[i + 1].casefold() if i + 1 < len(toks) else ""
+        named = designated(toks, i, question)
         is_num = (bool(_NUM.match(tok)) or low in NUMBER_WORDS) and (bounds or not bounded(toks, i))
         if kind == "date":
             if _YEAR.match(tok) or _RELEASE.match(tok):
@@ -205,10 +322,12 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             if is_num and stem(after) in _TIME_UNITS:
                 out.append(f"{tok} {toks[i + 1]}")
         elif kind == "number":
-            if is_num and prev != "version" and not _YEAR.match(tok):
+            if is_num and not named and not _YEAR.match(tok):
                 out.append(tok)
         elif kind == "literal":
-            if (is_num and prev != "version") or low in _LITERALS or _CODE.match(tok):
+            if (is_num and not named) or low in _LITERALS:
+                out.append(tok.strip("`"))
+            elif _CODE.match(tok) and not _names_the_asked(tok, question):
                 out.append(tok.strip("`"))
     return tuple(dict.fromkeys(out))
 
@@ -321,6 +440,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     # value itself, and a release note says "new in" for "added": they weigh only as a
     # tie-break.
     typed = set(parts.answer_type) | (ARRIVAL | {"version", "release"} if kind == "date" else set())
+    counted = counted_noun(question) if kind == "number" else None
     q_terms = [t for t in dict.fromkeys(terms(question)) if t not in QUESTION_WORDS]
     need = [t for t in q_terms if t not in typed]
     if not need:
@@ -350,6 +470,8 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
             if not all(k in reach for k in parts.keys):
                 continue
             vals = values_in(sent, kind, question) if kind else ()
+            if counted:  # "how many bytes" is not answered by "two hex digits"
+                vals = tuple(v for v in vals if not counts_another(v, sent, counted))
             if kind and not vals:
                 continue
             if kind == "date" and not _notes_the_subject(sent, need, parts.keys, reach):

@@ -237,11 +237,92 @@ def test_a_bound_a_value_must_keep_is_not_the_value() -> None:
     from graph.statements import values_in
 
     sentence = "The size must be 0 (use the default) or at least 32,768 (32 KiB); up to 8 threads."
-    # asked for the value: the bounds are not it
-    assert values_in(sentence, "number", "how much stack does a thread get by default?") == ("0",)
+    # asked for the value: the bounds are not it, nor what a caller must pass
+    assert values_in(sentence, "number", "how much stack does a thread get by default?") == ()
+    assert values_in("It is 4 unless set.", "number", "how many threads by default?") == ("4",)
     # asked for a bound: they are
     got = values_in(sentence, "number", "what is the minimum stack size?")
     assert "32,768" in got and "8" in got
+    most = "what's the most workers a pool can have?"
+    assert values_in("It must be less than or equal to 61.", "number", most) == ("61",)
     # a bound written as a symbol or a comparison, a few words after the bound's noun
-    for bound in ("requiring a minimum stack size > 32 KiB", "with more than 64 threads"):
+    for bound in (
+        "requiring a minimum stack size > 32 KiB",
+        "with more than 64 threads",
+        "it must be less than or equal to 61",
+    ):
         assert values_in(bound, "number", "how much stack does a thread get by default?") == ()
+
+
+def test_a_code_name_of_the_asked_thing_is_not_its_value() -> None:
+    from graph.statements import values_in
+
+    question = "what's python's default recursion limit?"
+    sentence = "The maxlevels parameter defaults to sys.getrecursionlimit()."
+    assert values_in(sentence, "literal", question) == ()
+    protocol = "what pickle protocol is used by default?"
+    assert values_in("pickle.DEFAULT_PROTOCOL is now used.", "literal", protocol) == ()
+    # another code name is a value
+    assert values_in(
+        "It defaults to QUOTE_MINIMAL.", "literal", "what quoting is the default?"
+    ) == ("QUOTE_MINIMAL",)
+
+
+def test_a_number_counting_another_noun_is_no_count_of_the_asked_one() -> None:
+    from graph.statements import counted_noun, counts_another
+
+    assert counted_noun("how many bytes does token_hex use?") == "byte"
+    sentence = "The string has nbytes random bytes, each byte converted to two hex digits."
+    assert counts_another("two", sentence, "byte")
+    # a bare number, or one before the counted noun, may be the count
+    assert not counts_another("128", "It keeps its default value of 128.", "call")
+    assert not counts_another("32", "It returns 32 bytes by default.", "byte")
+    assert not counts_another("8", "The pool starts 8 and stops.", "worker")  # a stopword after
+
+
+def test_a_number_after_the_word_the_question_numbers_is_a_qualifier() -> None:
+    from graph.statements import values_in
+
+    sentence = "Currently the default protocol is 4, first introduced in python 3.4."
+    question = "what pickle protocol does python 3.11 use by default?"
+    assert values_in(sentence, "literal", question) == ("4",)
+    assert values_in(sentence, "literal", "what protocol is the default?") == ("4", "3.4")
+
+
+def test_a_release_note_answers_only_the_event_it_notes() -> None:
+    from graph.statements import release_notes, values_in
+
+    arrival = "New in version 3.2."
+    assert release_notes(arrival, "when was it added?") == ["3.2"]
+    assert release_notes(arrival, "which release removes the gil?") == []
+    deprecated = "Deprecated since version 3.4, will be removed in version 3.12: use spec."
+    assert release_notes(deprecated, "when was imp added?") == []
+    assert release_notes(deprecated, "when was imp deprecated?") == ["3.4"]
+    assert values_in(deprecated, "date", "which python release removes imp?") == ("3.12",)
+
+
+def test_a_number_right_after_a_name_designates_a_release() -> None:
+    from graph.statements import values_in
+
+    sentence = "It requires both Linux 3.17 or newer and 8 threads."
+    assert values_in(sentence, "number", "how much stack does a thread get on linux?") == ("8",)
+
+
+def test_a_value_in_an_unless_clause_is_the_exception_not_the_default() -> None:
+    from graph.statements import values_in
+
+    question = "what quoting does the writer use unless told otherwise?"
+    unless = "No conversion is performed unless the QUOTE_NONNUMERIC option is specified."
+    assert values_in(unless, "literal", question) == ()
+    after = "Unless told otherwise, it quotes with QUOTE_MINIMAL."
+    assert values_in(after, "literal", question) == ("QUOTE_MINIMAL",)
+
+
+def test_a_number_in_a_condition_is_not_what_the_sentence_states() -> None:
+    from graph.statements import values_in
+
+    most = "what's the most worker processes a pool can have?"
+    raised = "If max_workers is less than or equal to 0, then a ValueError will be raised."
+    assert values_in(raised, "number", most) == ()
+    chosen = "If max_workers is None, then the default chosen will be at most 61."
+    assert values_in(chosen, "number", most) == ("61",)
