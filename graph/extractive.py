@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from graph.claims import neutralise_markers
 from graph.policies.base import Answer
@@ -15,11 +16,12 @@ from graph.short_answer import assigned, find_short_answer, in_named_scope, stat
 from graph.statements import (
     asks_more_than_once,
     assigned_value,
+    expand_terms,
     statements,
     superseded,
     value_kind,
 )
-from graph.support import Support, assess_support
+from graph.support import Support, assess_support, question_parts
 from graph.text import QUESTION_WORDS, acronyms, instruction_like, sentences, terms
 from tools.evidence import Evidence
 from tools.titles import base_title
@@ -186,11 +188,30 @@ _BOUND_MARGIN = 0.05
 _BOUND_MAX = 2
 
 
-def _bound_statements(question: str, evidence: list[Evidence]) -> list[tuple[int, str]]:
+def _about_named(question: str, evidence: list[Evidence]) -> Callable[[int, str], bool]:
+    """Does a sentence (with its page's title and headings) name one of the things the
+    question names? A quote about none of them ("newer" in a glossary entry on new-style
+    classes, for "correlation or fmean, which is newer?") cites a page that is not about
+    the question; one is quoted only when no sentence names any."""
+    keys = set(question_parts(question).keys)
+
+    def about(n: int, sentence: str) -> bool:
+        e = evidence[n - 1]
+        heading = " ".join(e.locator.heading_path) if e.locator else ""
+        return not keys or bool(keys & expand_terms(f"{e.title} {heading} {sentence}"))
+
+    return about
+
+
+def _bound_statements(
+    question: str, evidence: list[Evidence], about: Callable[[int, str], bool]
+) -> list[tuple[int, str]]:
     """When no value can be read off: the sentences that bind the question's names and
     terms best, each read in its own scope (one per passage), rather than every sentence
-    that shares enough words with the question."""
+    that shares enough words with the question; those naming what the question names
+    first."""
     found = statements(question, evidence)
+    found = [st for st in found if about(st.index, st.sentence)] or found
     if not found:
         return []
     top = found[0].bound
@@ -269,7 +290,10 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
     else:
         # No value can be read off: say what was found, the most direct supporting
         # sentences (one per passage).
-        picked = _bound_statements(question, evidence) or _best_supports(supports)
+        about = _about_named(question, evidence)
+        picked = _bound_statements(question, evidence, about) or _best_supports(
+            [s for s in supports if about(s.index, s.sentence)] or supports
+        )
         picked = _with_chain(picked, evidence, supports, question)
         picked.sort()
     q_terms = set(terms(question))

@@ -406,6 +406,11 @@ def _notes_the_subject(
     return all(reach.get(k, 0.0) >= _NEAR[1] for k in keys)
 
 
+def expand_terms(text: str) -> set[str]:
+    """The terms of ``text`` with the parts of its identifiers."""
+    return _expand(set(terms(text)))
+
+
 def _expand(ts: set[str]) -> set[str]:
     """Terms with the parts of identifiers: max_workers also says "max" and "worker"."""
     out = set(ts)

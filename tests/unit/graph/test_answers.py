@@ -769,3 +769,23 @@ def test_two_rows_of_one_table_are_compared_by_its_numeric_column() -> None:
     # a tie decides nothing; a row the table lacks leaves it to the pages
     assert find_short_answer("which level is higher, INFO or NOTICE?", [levels], []) is None
     assert find_short_answer("which level is higher, INFO or TRACE?", [levels], []) is None
+
+
+def test_a_quote_names_what_the_question_names_when_some_sentence_does() -> None:
+    from graph.extractive import _about_named
+
+    glossary = ev(
+        "d:glossary",
+        "Glossary",
+        "In earlier Python versions, only new-style classes could use Python's newer features.",
+    )
+    stats = ev(
+        "d:statistics",
+        "statistics — Mathematical statistics functions",
+        "statistics.correlation(x, y) returns Pearson's correlation coefficient for two inputs.",
+    )
+    evidence = [glossary, stats]
+    about = _about_named("statistics.correlation or statistics.fmean, which is newer?", evidence)
+    assert not about(1, glossary.text) and about(2, stats.text)
+    # a question naming nothing: every sentence may be quoted
+    assert _about_named("which one is newer?", evidence)(1, glossary.text)
