@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 STOPWORDS = frozenset(
@@ -59,7 +60,16 @@ def _words(text: str) -> tuple[str, ...]:
         # The same words: ASCII casefolds as it lowercases, word for word, and holds no ’.
         found = _WORD.findall(text.lower())
         return tuple([w.strip("'") for w in found] if "'" in text else found)
-    return tuple(w.casefold().strip("'’") for w in _WORD.findall(text))
+    return tuple(_unaccented(w.casefold()).strip("'’") for w in _WORD.findall(text))
+
+
+def _unaccented(word: str) -> str:
+    """ "malmö" -> "malmo": people type names without their accents, so a word matches its
+    accented form (both sides are folded alike)."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 @lru_cache(maxsize=_WORD_CACHE)

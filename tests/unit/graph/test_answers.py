@@ -789,3 +789,13 @@ def test_a_quote_names_what_the_question_names_when_some_sentence_does() -> None
     assert not about(1, glossary.text) and about(2, stats.text)
     # a question naming nothing: every sentence may be quoted
     assert _about_named("which one is newer?", evidence)(1, glossary.text)
+
+
+def test_a_name_typed_without_its_accents_meets_the_accented_one() -> None:
+    from graph.text import terms
+
+    assert terms("the bridge to Malmo") == terms("the bridge to Malmö")
+    assert terms("Aonghus Mór, Straße") == ["aonghu", "mor", "strasse"]
+    bridge = ev("w:o", "Øresund Bridge", "The bridge links Copenhagen and Malmö; it is 8 km long.")
+    answer = extractive_answer("How long is the bridge between Copenhagen and Malmo?", [bridge])
+    assert answer.answerable and "8 km" in answer.text
