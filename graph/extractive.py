@@ -21,7 +21,7 @@ from graph.statements import (
     superseded,
     value_kind,
 )
-from graph.support import Support, assess_support, question_parts
+from graph.support import Support, assess_support, chain_context, question_parts
 from graph.text import QUESTION_WORDS, acronyms, instruction_like, sentences, terms
 from tools.evidence import Evidence
 from tools.titles import base_title
@@ -192,13 +192,19 @@ def _about_named(question: str, evidence: list[Evidence]) -> Callable[[int, str]
     """Does a sentence (with its page's title and headings) name one of the things the
     question names? A quote about none of them ("newer" in a glossary entry on new-style
     classes, for "correlation or fmean, which is newer?") cites a page that is not about
-    the question; one is quoted only when no sentence names any."""
+    the question; one is quoted only when no sentence names any. A page reached by
+    following a mention counts with the page it was reached from."""
     keys = set(question_parts(question).keys)
+    contexts, linked = chain_context(evidence, question) if keys else ([], set())
 
     def about(n: int, sentence: str) -> bool:
         e = evidence[n - 1]
         heading = " ".join(e.locator.heading_path) if e.locator else ""
-        return not keys or bool(keys & expand_terms(f"{e.title} {heading} {sentence}"))
+        if not keys or keys & expand_terms(f"{e.title} {heading} {sentence}"):
+            return True
+        # a hop's page speaks of the bridge, not of what the question names: the page it
+        # was reached from names that
+        return e.id in linked and bool(keys & contexts[n - 1])
 
     return about
 

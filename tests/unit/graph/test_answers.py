@@ -799,3 +799,15 @@ def test_a_name_typed_without_its_accents_meets_the_accented_one() -> None:
     bridge = ev("w:o", "Øresund Bridge", "The bridge links Copenhagen and Malmö; it is 8 km long.")
     answer = extractive_answer("How long is the bridge between Copenhagen and Malmo?", [bridge])
     assert answer.answerable and "8 km" in answer.text
+
+
+def test_a_hop_page_is_about_what_the_page_it_was_reached_from_names() -> None:
+    from graph.extractive import _about_named
+
+    question = "When was the school that Mara Quint attended founded?"
+    student = ev("w:m", "Mara Quint", "Mara Quint studied at the Hollowell Institute.")
+    hop = Provenance(round=2, tool="lookup_entity", query="Hollowell Institute", parent="w:m#0")
+    school = evidence("w:h", "The institute was founded in 1887.", hop, title="Hollowell Institute")
+    unrelated = ev("w:o", "Other Institute", "The other institute was founded in 1901.")
+    about = _about_named(question, [student, school, unrelated])
+    assert about(2, school.text) and not about(3, unrelated.text)
