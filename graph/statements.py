@@ -309,7 +309,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     for i, tok in enumerate(toks):
         low = tok.casefold()
         closed = bool(i) and raw[i - 1].endswith((",", ";"))
-        conditional = (conditional or low in opens) and not closed
+        conditional = low in opens or (conditional and not closed)
         if not tok or low in asked or conditional:
             continue
         after = toks[i + 1].casefold() if i + 1 < len(toks) else ""

@@ -316,6 +316,9 @@ def test_a_value_in_an_unless_clause_is_the_exception_not_the_default() -> None:
     assert values_in(unless, "literal", question) == ()
     after = "Unless told otherwise, it quotes with QUOTE_MINIMAL."
     assert values_in(after, "literal", question) == ("QUOTE_MINIMAL",)
+    # a condition that opens after a comma is one too
+    late = "It quotes with QUOTE_MINIMAL, unless QUOTE_NONNUMERIC is given."
+    assert values_in(late, "literal", question) == ("QUOTE_MINIMAL",)
 
 
 def test_a_number_in_a_condition_is_not_what_the_sentence_states() -> None:
