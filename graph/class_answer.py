@@ -17,7 +17,7 @@ from graph.lexicon import related
 from graph.question import ask_of
 from graph.text import QUESTION_WORDS, STOPWORDS, sentences, stem, terms, words
 from tools.evidence import Evidence
-from tools.titles import base_title, whole_word_spans
+from tools.titles import base_title, has_words
 
 # "X is an American film director, …": what a page's opening says its subject is.
 DEFINING = re.compile(
@@ -56,11 +56,6 @@ def asked_class(question: str) -> list[str]:
     return phrase
 
 
-def _written(name: str, text: str) -> bool:
-    """Does ``text`` write ``name`` as whole words ("Essex" is not written by "Wessex")?"""
-    return next(whole_word_spans(name.casefold(), text.casefold()), None) is not None
-
-
 def _lead(text: str) -> str:
     return " ".join(sentences(text)[:_LEAD_SENTENCES])
 
@@ -96,7 +91,7 @@ def class_answer(
         own = [stem(w) for w in words(title)]
         if not title[:1].isupper() and not title[:1].isdigit():
             continue  # a name, not a description ("Heap queue algorithm")
-        if _written(title, asked) or set(own) <= set(q_stems):
+        if has_words(title.casefold(), asked.casefold()) or set(own) <= set(q_stems):
             continue  # the question names it: a hop, not the answer
         if not (
             _defines_as(e.text, head) or (own[-1:] == [head] and title.split()[-1][:1].isupper())
@@ -134,7 +129,7 @@ def _binding(title: str, n: int, evidence: list[Evidence], salient: list[str]) -
         if m == n:
             continue
         for sent in sentences(e.text):
-            if not _written(title, sent):
+            if not has_words(title.casefold(), sent.casefold()):
                 continue
             have = set(terms(sent))
             bound |= have

@@ -21,7 +21,7 @@ from graph.statements import (
     superseded,
     value_kind,
 )
-from graph.support import Support, assess_support, chain_context, question_parts
+from graph.support import Support, assess_support, chain_context, heading_of, question_parts
 from graph.text import QUESTION_WORDS, acronyms, instruction_like, sentences, terms
 from tools.evidence import Evidence
 from tools.titles import base_title
@@ -199,8 +199,7 @@ def _about_named(question: str, evidence: list[Evidence]) -> Callable[[int, str]
 
     def about(n: int, sentence: str) -> bool:
         e = evidence[n - 1]
-        heading = " ".join(e.locator.heading_path) if e.locator else ""
-        if not keys or keys & expand_terms(f"{e.title} {heading} {sentence}"):
+        if not keys or keys & expand_terms(f"{e.title} {heading_of(e)} {sentence}"):
             return True
         # a hop's page speaks of the bridge, not of what the question names: the page it
         # was reached from names that

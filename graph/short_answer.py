@@ -41,10 +41,10 @@ from graph.statements import (
     tables,
     value_kind,
 )
-from graph.support import Support, chain_context
+from graph.support import Support, chain_context, heading_of
 from graph.text import NUMBER_WORDS, STOPWORDS, key_terms, sentences, stem, terms, words
 from tools.evidence import Evidence
-from tools.titles import base_title, identifiers, whole_word_spans
+from tools.titles import base_title, has_words, identifiers, whole_word_spans
 
 _MONTHS = {
     m: i
@@ -189,11 +189,7 @@ def _pages_of(name: str, evidence: list[Evidence]) -> list[int]:
     ]
     if own:
         return own
-    return [
-        n
-        for n, e in enumerate(evidence, start=1)
-        if next(whole_word_spans(name, e.text), None) is not None
-    ]
+    return [n for n, e in enumerate(evidence, start=1) if has_words(name, e.text)]
 
 
 def _related_page(pages: list[int], relation: list[str], evidence: list[Evidence]) -> int | None:
@@ -1059,16 +1055,21 @@ def wh_answer(
     shape: QuestionShape, question: str, evidence: list[Evidence], supports: list[Support]
 ) -> Found | None:
     kind = shape.answer_type
-    if _asks_version(question):
-        if asks_more_than_once(question):
-            # "X uses a clock. When was that clock added?": the scope read is not the
-            # hop's; the note after the named subject is
-            return _version_added(question, evidence, supports)
+    version = _asks_version(question)
+    if version and asks_more_than_once(question):
+        # "X uses a clock. When was that clock added?": the scope read is not the hop's;
+        # the note after the named subject is
+        return _version_added(question, evidence, supports)
+    if version or (kind in {"number", "duration"} and value_kind(question) == kind):
+        # Sentences that write a value of the asked type (a release note, a number) in the
+        # scope of the question's names decide, determined or not; a value a few words
+        # after any of its words elsewhere ("glibc 2.27") is no better reading.
         stated = stated_value(question, evidence)
         if stated is not None or statements(question, evidence):
-            return stated  # notes read in their scope, determined or not
-        # a page without paragraphs: the note after the subject's own name
-        return _version_added(question, evidence, supports)
+            return stated
+        if version:
+            # a page without paragraphs: the note after the subject's own name
+            return _version_added(question, evidence, supports)
     if kind == "entity" and shape.kind and _IDENTIFIER.search(question):
         # Technical questions (they name a setting, symbol or ticket) get technical values.
         named = _named_value(shape, question, evidence, supports)
@@ -1085,12 +1086,6 @@ def wh_answer(
         return None
     if kind == "value":
         return None  # an untyped value: only a setting's default is read (stated_value)
-    if kind in {"number", "duration"} and value_kind(question) == kind:
-        if statements(question, evidence):
-            # sentences that write a value of the asked type in the scope of the
-            # question's names decide, determined or not; a value a few words after any
-            # of its words elsewhere ("glibc 2.27") is no better reading
-            return stated_value(question, evidence)
     cues = _cues(question, shape)
     if not cues:
         return None
@@ -1209,8 +1204,7 @@ def in_named_scope(question: str, evidence: list[Evidence], support: list[tuple[
 
     def speaks_of(n: int, name: str, seen: set[int]) -> bool:
         e = evidence[n - 1]
-        heading = " ".join(e.locator.heading_path) if e.locator else ""
-        if name in f"{e.title} {heading} {e.text}".casefold():
+        if name in f"{e.title} {heading_of(e)} {e.text}".casefold():
             return True
         if _leading_name(e.title) == name.rsplit(".", 1)[0]:
             return True

@@ -25,7 +25,7 @@ from typing import Protocol, TypeVar
 
 from graph.lexicon import prefetch, related
 from graph.question import QuestionShape, analyse, ask_of
-from graph.support import chain_context, question_parts
+from graph.support import chain_context, heading_of, question_parts
 from graph.text import (
     NUMBER_WORDS,
     QUESTION_WORDS,
@@ -224,12 +224,15 @@ def _word_after(value: str, sentence: str) -> list[str]:
     return [toks[i + 1] for i, tok in enumerate(toks[:-1]) if tok == value]
 
 
+def _is_counted(word: str, counted: str) -> bool:
+    """Is ``word`` the counted noun or a near synonym of it?"""
+    w = stem(word.casefold())
+    return w == counted or related(counted, [w])
+
+
 def counting(value: str, sentence: str, counted: str) -> bool:
     """Is the word right after ``value`` the counted noun or a near synonym?"""
-    return any(
-        stem(w.casefold()) == counted or related(counted, [stem(w.casefold())])
-        for w in _word_after(value, sentence)
-    )
+    return any(_is_counted(w, counted) for w in _word_after(value, sentence))
 
 
 def counts_another(value: str, sentence: str, counted: str) -> bool:
@@ -238,11 +241,7 @@ def counts_another(value: str, sentence: str, counted: str) -> bool:
     not."""
     after = _word_after(value, sentence)
     return bool(after) and all(
-        w.isalpha()
-        and w.casefold() not in STOPWORDS
-        and stem(w.casefold()) != counted
-        and not related(counted, [stem(w.casefold())])
-        for w in after
+        w.isalpha() and w.casefold() not in STOPWORDS and not _is_counted(w, counted) for w in after
     )
 
 
@@ -299,8 +298,8 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     if kind == "date":
         # A release note dates a thing in documentation ("New in version 3.11").
         out = release_notes(sentence, question)
-    toks = [t.strip(",.;:()[]\"'“”") for t in sentence.split()]
     raw = sentence.split()
+    toks = [t.strip(",.;:()[]\"'“”") for t in raw]
     # Inside a condition ("unless the QUOTE_NONNUMERIC option is given", "if max_workers
     # is 0 or less, ..."), up to its comma: what must hold, not what the sentence states.
     # A default may be written in an "if" clause ("If exist_ok is False (the default)").
@@ -455,7 +454,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     contexts, linked = chain_context(evidence, question)
     found: list[tuple[Statement, set[str]]] = []
     for n, e in enumerate(evidence, start=1):
-        frame = set(terms(f"{e.title} {' '.join(e.locator.heading_path if e.locator else [])}"))
+        frame = set(terms(f"{e.title} {heading_of(e)}"))
         # Names the question holds may be met on the page a hop came from.
         chain = contexts[n - 1] if e.id in linked else set()
         held, under = 0, None

@@ -37,7 +37,7 @@ from graph.text import (
     terms,
 )
 from tools.evidence import Evidence
-from tools.titles import base_title, whole_word_spans
+from tools.titles import base_title, has_words
 
 # Share of the question's constraints a supporting sentence's context must cover (plain
 # counts: weighting by rarity would make the paraphrased word - "lasted" for "Duration" -
@@ -132,13 +132,9 @@ def question_parts(question: str) -> QuestionParts:
     return QuestionParts(keys, constraints, sorted(kind), set(q_terms))
 
 
-def _heading(e: Evidence) -> str:
+def heading_of(e: Evidence) -> str:
+    """The passage's heading path as one string ("" when it has none)."""
     return " ".join(e.locator.heading_path) if e.locator and e.locator.heading_path else ""
-
-
-def _has_word(phrase: str, text: str) -> bool:
-    """``phrase`` occurs in ``text`` as whole words."""
-    return next(whole_word_spans(phrase, text), None) is not None
 
 
 def _linked(child: Evidence, parent: Evidence, question: str) -> bool:
@@ -151,7 +147,7 @@ def _linked(child: Evidence, parent: Evidence, question: str) -> bool:
     for phrase in proper_phrases(parent.text):
         p = phrase.casefold()
         if len(p) >= 4 and p not in q and p != base_title(parent.title).casefold():
-            if _has_word(p, child_text):
+            if has_words(p, child_text):
                 return True
     return False
 
@@ -167,7 +163,7 @@ def chain_context(evidence: list[Evidence], question: str) -> tuple[list[set[str
         # ranking and synthesis read too, memoised) and of the heading: no word spans a space.
         held = doc_terms.setdefault(e.doc_id, set())
         held.update(terms(f"{e.title} {e.text}"))
-        held.update(terms(_heading(e)))
+        held.update(terms(heading_of(e)))
         held.update(acronyms(e.text))
     parents: dict[str, set[str]] = {}
     first_round = {e.id: min((p.round for p in e.provenance), default=0) for e in evidence}
@@ -185,7 +181,7 @@ def chain_context(evidence: list[Evidence], question: str) -> tuple[list[set[str
             continue
         for a in evidence:
             if a.doc_id != e.doc_id and first_round[a.id] < first_round[e.id]:
-                if _has_word(name, a.text.casefold()):
+                if has_words(name, a.text.casefold()):
                     parents.setdefault(e.id, set()).add(a.id)
     out = []
     for e in evidence:
@@ -235,7 +231,7 @@ def assess_support(
     # again with paraphrase when exact words support no answer.
     pending: list[tuple[Support, set[str], list[bool], int]] = []
     for n, (e, ctx) in enumerate(zip(evidence, contexts, strict=True), start=1):
-        frame = set(terms(f"{e.title} {_heading(e)}"))
+        frame = set(terms(f"{e.title} {heading_of(e)}"))
         # On a page reached by following a mention, a sentence about the page's subject
         # (the bridge entity) is about the question too.
         about = anchors | (set(terms(base_title(e.title))) if e.id in linked else set())

@@ -135,6 +135,12 @@ def name_spans(name: str, text: str) -> Iterator[tuple[int, int]]:
     yield from whole_word_spans(name.lower(), text.lower())
 
 
+def has_words(key: str, text: str) -> bool:
+    """Does ``text`` write ``key`` as whole words (case as given: "Essex" is not written
+    by "Wessex")?"""
+    return next(whole_word_spans(key, text), None) is not None
+
+
 def whole_word_spans(key: str, text: str) -> Iterator[tuple[int, int]]:
     r"""Where ``key`` occurs in ``text`` with no word character either side, first to last,
     not overlapping: what ``(?<!\w)key(?!\w)`` (key escaped) finds, ``\w`` being

@@ -329,11 +329,11 @@ def test_the_writer_checkpoints_itself_while_the_background_one_cannot() -> None
 
 
 def test_a_whole_word_test_answers_as_the_pattern_does() -> None:
-    """support._has_word finds a phrase as whole words without a pattern per phrase: the
+    """tools.titles.has_words finds a phrase as whole words without a pattern per phrase: the
     answer must be the pattern's, for ASCII and other text (re's \\w is isalnum() or _)."""
     import random
 
-    from graph.support import _has_word
+    from tools.titles import has_words
 
     def _word_pattern(phrase: str) -> re.Pattern[str]:  # what support searched with before
         return re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)")
@@ -345,4 +345,4 @@ def test_a_whole_word_test_answers_as_the_pattern_does() -> None:
     for text in texts:
         for phrase in phrases:
             want = _word_pattern(phrase).search(text) is not None
-            assert _has_word(phrase, text) == want, (phrase, text)
+            assert has_words(phrase, text) == want, (phrase, text)
