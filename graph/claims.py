@@ -13,7 +13,14 @@ import re
 from dataclasses import dataclass
 
 from graph.models import Citation, Claim
-from graph.text import QUESTION_WORDS, STOPWORDS, instruction_like, terms, words
+from graph.text import (
+    QUESTION_WORDS,
+    SENTENCE_END,
+    STOPWORDS,
+    instruction_like,
+    terms,
+    words,
+)
 from tools.evidence import Evidence
 
 MARK = re.compile(r"\[(\d+)\]")
@@ -25,7 +32,7 @@ _FENCE = re.compile(r"</?\s*(evidence|system|user|assistant|instructions?)\b[^>]
 _NUMBER = re.compile(r"\d[\d,.]*\d|\d")
 _LINE_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 # A claim's sentences: split after ., ! or ? (and any [n] markers right after them).
-_SPLIT = re.compile(r"(?<=[.!?])((?:\s*\[\d+\])*)\s+(?=[A-Z0-9\"'“(])")
+_SPLIT = re.compile(rf"{SENTENCE_END}((?:\s*\[\d+\])*)\s+(?=[A-Z0-9\"'“(])")
 _COMMON = STOPWORDS | QUESTION_WORDS | {"yes", "no"}
 _NAME = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from graph.text import STOPWORDS, stem, terms, words
+from graph.text import SENTENCE_END, STOPWORDS, stem, terms, words
 
 AnswerType = Literal[
     "yesno", "option", "person", "date", "number", "duration", "place", "value", "entity"
@@ -90,10 +90,7 @@ class QuestionShape:
     relation: list[str] = field(default_factory=list)  # "the director of X" -> ["director"]
 
 
-# Titles and abbreviations that end with a period but not a sentence ("Mr. Fix-It").
-_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "Mt", "Prof", "Gen", "Col", "No", "vs")
-_NOT_AN_END = "".join(rf"(?<!\b{a}\.)" for a in _ABBREVIATIONS)
-_ASK_SPLIT = re.compile(rf"(?<=[.!?])(?<!\b[A-Za-z]\.){_NOT_AN_END}\s+(?=[A-Z0-9\"'“(])")
+_ASK_SPLIT = re.compile(rf"{SENTENCE_END}\s+(?=[A-Z0-9\"'“(])")
 
 
 def ask_of(question: str) -> str:
@@ -252,7 +249,7 @@ def choice_options(ask: str) -> list[str]:
     a name (an auxiliary, a wh-word, a comparative). With no punctuation to end it, the
     longer side is cut to the length of the shorter one (options are parallel)."""
     text = ask.rstrip(" ?.!")
-    m = re.search(r"\bbetween\s+(.+?)\s+and\s+(.+?)(?:,|\?|$|\s+(?:which|who|what)\b)", text)
+    m = re.search(r"\bbetween\s+(.+?)\s+and\s+(.+?)(?:,|\?|$|\s+(?:which|who|what)\b)", text, re.I)
     if m:
         return [_trim(m.group(1)), _trim(m.group(2))]
     idx = [m.start() for m in re.finditer(r"\s+or\s+", text)]
@@ -318,7 +315,7 @@ def _subjects(ask: str) -> list[str]:
 
 _LEAD_NAME = re.compile(
     r"(?:the\s+)?((?:[A-Z0-9][\w'’.:&-]*|\([^)]*\))(?:\s+(?:(?:of|the|de|and|&|in|on|for|"
-    r"von|van|la|le|du)\s+)?(?:[A-Z0-9][\w'’.:&-]*|\([^)]*\)))*)"
+    r"von|van|la|le|du)\s+){0,2}(?:[A-Z0-9][\w'’.:&-]*|\([^)]*\)))*)"
 )
 
 
@@ -333,6 +330,34 @@ def _leading_name(text: str, parallel: int) -> str:
 
 def option_terms(option: str) -> set[str]:
     return set(terms(option))
+
+
+# "X and Y": two capitalised names joined by "and".
+_PAIR = re.compile(
+    r"((?:[A-Z][\w'’.-]*\s+)*[A-Z][\w'’.-]*)\s+and\s+((?:[A-Z][\w'’.-]*)(?:\s+[A-Z][\w'’.-]*)*)"
+)
+# Words that ask what two things have in common.
+SHARED_CUES = frozenset({"both", "common", "share", "shared", "same"})
+
+
+def paired_names(ask: str) -> list[str]:
+    """The two names of "… X and Y …", a capitalised question word trimmed ("What Henry
+    Roth and Ann Lee …" -> ["Henry Roth", "Ann Lee"]); [] when there is no such pair."""
+    m = _PAIR.search(ask)
+    if not m:
+        return []
+    toks = m.group(1).split()
+    while toks and toks[0].casefold() in _WH | STOPWORDS:
+        toks.pop(0)
+    names = [" ".join(toks), m.group(2).strip()]
+    return names if all(names) else []
+
+
+def shared_subjects(question: str) -> list[str]:
+    """The two things a question asks a shared attribute of ("What professions did X and
+    Y have in common?", "X and Y are both forms of what?"), or []."""
+    ask = ask_of(question)
+    return paired_names(ask) if SHARED_CUES & set(words(ask)) else []
 
 
 def options_terms(options: list[str]) -> set[str]:

@@ -22,7 +22,14 @@ from graph.class_answer import DEFINING, LISTED, class_answer
 from graph.fields import named_answer
 from graph.lexicon import related
 from graph.measures import group_size, length_m, per_year, span_s
-from graph.question import EVENTS, QuestionShape, analyse, ask_of, options_terms
+from graph.question import (
+    EVENTS,
+    QuestionShape,
+    analyse,
+    ask_of,
+    options_terms,
+    paired_names,
+)
 from graph.statements import (
     ARRIVAL,
     VERSION_NOTE,
@@ -306,6 +313,9 @@ _OPENING_NAME = re.compile(
 )
 
 
+_HONORIFICS = frozenset({"Dr", "Mr", "Mrs", "Ms", "Prof"})
+
+
 def _named_in_full(option: str, evidence: list[Evidence]) -> str:
     """The chosen option as its own page names it in its opening, when that name holds
     the option's words in order and ends as it does ("Howard Fast" -> "Howard Melvin
@@ -320,6 +330,8 @@ def _named_in_full(option: str, evidence: list[Evidence]) -> str:
     full, own = m.group(1).split(), option.split()
     if full[0] in {"The", "A", "An"}:
         full = full[1:]  # an article opens the sentence, not the name
+    while full and full[0].rstrip(".") in _HONORIFICS:
+        full = full[1:]  # "Dr. Ulf Dietrich Merbold": a title, not part of the name
     words_left = iter(full)
     in_order = all(any(w == x for x in words_left) for w in own)
     if len(full) > len(own) and full[-1] == own[-1] and in_order:
@@ -656,9 +668,6 @@ _TRADE_KINDS = frozenset("profession occupation job career trade".split())
 _NATION_KINDS = frozenset({"nationality", "citizenship"})
 _PLACE_AREA_KINDS = frozenset("country state city county province region continent island".split())
 _GENRE_KINDS = frozenset({"genre", "style"})
-_PAIR = re.compile(
-    r"((?:[A-Z][\w'’.-]*\s+)*[A-Z][\w'’.-]*)\s+and\s+((?:[A-Z][\w'’.-]*)(?:\s+[A-Z][\w'’.-]*)*)"
-)
 _ASKED_KIND = re.compile(r"\b(?:which|what|this)\s+([a-z]+)", re.I)
 
 
@@ -670,15 +679,13 @@ def shared_value(question: str, evidence: list[Evidence]) -> Found | None:
         {kind} & (_TRADE_KINDS | _NATION_KINDS | _PLACE_AREA_KINDS | _GENRE_KINDS)
     ):
         return None
-    pair = _PAIR.search(ask)
-    if not pair:
-        return None
-    names = [_trim_wh(pair.group(1)), pair.group(2).strip()]
-    if not all(names):
+    names = paired_names(ask)
+    if not names:
         return None
     found: list[list[str]] = []
     support: list[tuple[int, str]] = []
     own = {w for name in names for w in words(name)}
+    asked = set(words(ask))
     for name in names:
         pages = _pages_of(name, evidence)
         if not pages or not base_title(evidence[pages[0] - 1].title).casefold().startswith(
@@ -687,7 +694,12 @@ def shared_value(question: str, evidence: list[Evidence]) -> Found | None:
             return None  # only a subject's own page says what it is
         n = pages[0]
         lead = (sentences(evidence[n - 1].text) or [""])[0]
-        values = _kind_values(kind, lead, evidence[n - 1].text, own)
+        # a value the question itself names ("which city in Kansas": Kansas) is no answer
+        values = [
+            v
+            for v in _kind_values(kind, lead, evidence[n - 1].text, own)
+            if not set(words(v)) <= asked
+        ]
         if not values:
             return None
         found.append(values)
@@ -696,14 +708,6 @@ def shared_value(question: str, evidence: list[Evidence]) -> Found | None:
     if not common or (kind in _PLACE_AREA_KINDS | _NATION_KINDS and len(common) != 1):
         return None
     return Found(_listed(common), support)
-
-
-def _trim_wh(name: str) -> str:
-    """ "What Henry Roth" -> "Henry Roth": the capitalised question word is no name."""
-    toks = name.split()
-    while toks and toks[0].casefold() in _WH_WORDS | STOPWORDS:
-        toks.pop(0)
-    return " ".join(toks)
 
 
 def _kind_values(kind: str, lead: str, text: str, own: set[str]) -> list[str]:

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from graph.lexicon import prefetch, related
-from graph.question import analyse, options_terms
+from graph.question import SHARED_CUES, analyse, options_terms, shared_subjects
 from graph.text import (
     STOPWORDS,
     acronyms,
@@ -124,10 +124,20 @@ def question_parts(question: str) -> QuestionParts:
     q_terms = [t for t in terms(question) if t not in {"what", "which", "who", "whom", "whose"}]
     kind = set(answer_type(question))
     keys = [k for k in key_terms(question) if k not in kind]
+    # The two names of "what do X and Y have in common" are names even where one opens the
+    # sentence ("Cistus and Stapelianthus are both …"); "in common" is how the question
+    # asks, not what a page says.
+    pair = options_terms(shared_subjects(question))
+    keys += [t for t in pair if t not in keys]
+    asking = SHARED_CUES if pair else frozenset()
     constraints = [
         t
         for t in q_terms
-        if t not in keys and t not in kind and t not in COMPARATIVES and not _verb_like(t)
+        if t not in keys
+        and t not in kind
+        and t not in COMPARATIVES
+        and t not in asking
+        and not _verb_like(t)
     ]
     return QuestionParts(keys, constraints, sorted(kind), set(q_terms))
 
@@ -274,11 +284,15 @@ def assess_support(
     if supports and missing_keys:
         # A choice names its options apart: each has its own pages, and the asked
         # attribute may hold for one only ("Who was also an actor, X or Y?"). An option
-        # is met by a passage about it; the attribute, by the supports.
+        # is met by a passage about it; the attribute, by the supports. So is each of two
+        # things asked what they share.
         shape = analyse(question)
-        if shape.answer_type in {"option", "yesno"} and len(shape.options) == 2:
+        pair = (
+            shape.options if shape.answer_type in {"option", "yesno"} else shared_subjects(question)
+        )
+        if len(pair) == 2:
             present = set().union(*contexts)
-            named = options_terms(shape.options)
+            named = options_terms(pair)
             missing_keys = [k for k in missing_keys if not (k in named and k in present)]
     supported = bool(supports) and not missing_keys
     if supported:

@@ -20,7 +20,12 @@ STOPWORDS = frozenset(
 QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
 
 _WORD = re.compile(r"[\w'’]+", re.UNICODE)
-_SENT = re.compile(r"(?<=[.!?])[\"'”)]*\s+(?=[A-Z0-9\"'“(])")
+# A period after a title or abbreviation ("Mr. Fix-It", "St. Louis") or after a single
+# letter (an initial: "S. Sylvan Simon", "J. R. R. Tolkien"; a dotted abbreviation: "the
+# U.S. Navy") ends no sentence: splitting there cuts a name in two.
+_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "Mt", "Prof", "Gen", "Col", "No", "vs")
+SENTENCE_END = r"(?<=[.!?])(?<!\b[A-Za-z]\.)" + "".join(rf"(?<!\b{a}\.)" for a in _ABBREVIATIONS)
+_SENT = re.compile(rf"{SENTENCE_END}[\"'”)]*\s+(?=[A-Z0-9\"'“(])")
 # A capitalised word, or an initial ("M."); names chain through a few lowercase particles.
 _NAME_WORD = r"(?:[A-Z]\.|[A-Z][\w'’-]*)"
 _PROPER = re.compile(

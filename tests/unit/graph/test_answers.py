@@ -8,7 +8,8 @@ from graph.claims import check_answer, neutralise_markers, split_claims
 from graph.extractive import extractive_answer
 from graph.question import analyse
 from graph.short_answer import find_short_answer
-from graph.support import assess_support
+from graph.support import assess_support, question_parts
+from graph.text import sentences
 from tools.evidence import Evidence, Provenance
 from tools.testing import evidence
 
@@ -32,6 +33,8 @@ def ev(doc: str, title: str, text: str) -> Evidence:
         ),
         ("which is newer, asyncio.timeout or wait_for?", "option", ["asyncio.timeout", "wait_for"]),
         ("In between Liberty and Vogue which sells more?", "option", ["Liberty", "Vogue"]),
+        # at the start of the question, capitalised
+        ("Between Ann Lee and Bo Chen, who wrote more?", "option", ["Ann Lee", "Bo Chen"]),
         (
             "Which novelist, J. G. Farrell or Louis Aragon, wrote about colonial rule?",
             "option",
@@ -224,10 +227,29 @@ def test_markers_and_prompt_structure_from_documents_never_become_citations() ->
 
 
 def test_split_claims_keeps_each_sentence_with_its_markers() -> None:
-    assert split_claims("- A is B [1].\n- C is D. E is F [2][3].") == [
-        "A is B [1].",
-        "C is D.",
-        "E is F [2][3].",
+    assert split_claims("- Ada is Bo [1].\n- Cy is Dee. Ed is Flo [2][3].") == [
+        "Ada is Bo [1].",
+        "Cy is Dee.",
+        "Ed is Flo [2][3].",
+    ]
+
+
+def test_an_initial_or_an_abbreviation_ends_no_sentence() -> None:
+    # a name cut at its initial loses its page's opening ("S." and "Sylvan Simon was...")
+    text = (
+        "S. Sylvan Simon (1910 – 1951) was an American director. He served in the U.S. Navy. "
+        "Dr. Lee moved to St. Louis. It cost 3.5 dollars. J. R. R. Tolkien wrote it."
+    )
+    assert sentences(text) == [
+        "S. Sylvan Simon (1910 – 1951) was an American director.",
+        "He served in the U.S. Navy.",
+        "Dr. Lee moved to St. Louis.",
+        "It cost 3.5 dollars.",
+        "J. R. R. Tolkien wrote it.",
+    ]
+    assert split_claims("Dr. Lee directed it [1]. S. Simon produced it [2].") == [
+        "Dr. Lee directed it [1].",
+        "S. Simon produced it [2].",
     ]
 
 
@@ -323,6 +345,12 @@ def test_a_chosen_option_is_named_as_its_page_names_it() -> None:
     ]
     older = find_short_answer("Who was born first, Howard Fast or Ann Lee?", people, [])
     assert older is not None and older.value == "Howard Melvin Fast"
+    # a title before the name is not part of it
+    titled = people[0].model_copy(update={"text": "Dr. " + people[0].text})
+    older = find_short_answer(
+        "Who was born first, Howard Fast or Ann Lee?", [titled, *people[1:]], []
+    )
+    assert older is not None and older.value == "Howard Melvin Fast"
     # a longer name that ends otherwise is another person's: the option as asked
     people[0] = ev("w:a", "Howard Fast", "Howard Fast Jr. (born 1914) was an American novelist.")
     older = find_short_answer("Who was born first, Howard Fast or Ann Lee?", people, [])
@@ -384,6 +412,33 @@ def test_what_two_subjects_have_in_common() -> None:
     ]
     genre = find_short_answer("What genre of music was played by both Lit and Adorable?", bands, [])
     assert genre is not None and genre.value == "rock"
+    # the question's own place is no shared value ("which city in Kansas": not Kansas)
+    schools = [
+        ev("s:a", "Ash High", "Ash High is a school in Wichita, Kansas."),
+        ev("s:b", "Elm High", "Elm High is a public school located in Wichita, Kansas."),
+    ]
+    city = find_short_answer(
+        "Ash High and Elm High are located in which city in Kansas?", schools, []
+    )
+    assert city is not None and city.value == "Wichita"
+
+
+def test_two_subjects_asked_what_they_share_are_each_met_by_their_own_page() -> None:
+    # "Cistus" opens the question, yet it is a name; "both" and "in common" say how the
+    # question asks, no page writes them
+    parts = question_parts("Cistus and Stapelia are both genera of what?")
+    assert {"cistu", "stapelia"} <= set(parts.keys) and "both" not in parts.constraints
+    parts = question_parts("What music genre do Ann Lee and Bo Chen have in common?")
+    assert "common" not in parts.constraints
+    players = [
+        ev("p:a", "Ann Lee", "Ann Lee is a jazz pianist from Lisbon."),
+        ev("p:b", "Bo Chen", "Bo Chen is a jazz pianist and composer."),
+    ]
+    asked = "What music genre do Ann Lee and Bo Chen have in common?"
+    assert assess_support(asked, players).supported
+    # a subject no page is about is still missing
+    verdict = assess_support(asked.replace("Bo Chen", "Cy Park"), players)
+    assert not verdict.supported and "park" in verdict.missing
 
 
 def test_choice_by_a_length_or_a_duration_in_one_unit() -> None:
