@@ -133,6 +133,12 @@ _PEOPLE_HEADING = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+\S")
+# A line-up written out in the opening: "It consists of lead vocalist Sam Harris, drummer
+# Adam Levin and …", "consisting of Ross Millard (vocals), Barry Hyde (guitar) and …".
+_LINEUP = re.compile(
+    r"\b(?:consists?|consisting|composed|made up|comprised?|comprising)\s+(?:of\s+)?([^.;:]+)"
+)
+_LIST_SPLIT = re.compile(r",\s*(?:and\s+)?|\s+and\s+")
 
 
 def group_size(text: str) -> int | None:
@@ -145,6 +151,9 @@ def group_size(text: str) -> int | None:
             return _GROUP_WORDS[m.group(1).casefold()]
         n = m.group(2).casefold()
         return NUMBER_WORDS[n] if n in NUMBER_WORDS else int(n)
+    listed = _lineup(lead)
+    if listed is not None:
+        return listed
     heading = _PEOPLE_HEADING.search(text)
     if heading is None:
         return None
@@ -158,6 +167,18 @@ def group_size(text: str) -> int | None:
             break
         count += 1
     return count or None
+
+
+def _lineup(lead: str) -> int | None:
+    """How many people a written-out line-up names: every item of the list names someone
+    (a capitalised name); a list of anything else ("a nave and a chancel") is no line-up."""
+    m = _LINEUP.search(lead)
+    if m is None:
+        return None
+    listed = re.sub(r"\([^()]*\)", " ", m.group(1))  # "(vocals and guitar)" is a role
+    items = [i.strip() for i in _LIST_SPLIT.split(listed) if i.strip()]
+    named = [i for i in items if re.search(r"\b[A-Z][\w'’-]", i)]
+    return len(items) if len(items) >= 2 and len(named) == len(items) else None
 
 
 # How often, per year: "a biweekly magazine", "published twice monthly", "runs nightly".

@@ -178,8 +178,17 @@ def _kind(ask: str) -> list[str]:
     return out
 
 
+_OBJECT_OPENERS = frozenset("the a an his her their its this that".split())
+
+
 def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:
     have = set(toks)
+    for i, t in enumerate(toks[:-1]):
+        nxt = toks[i + 1]
+        if t in {"before", "after"} and (nxt.endswith("ing") or nxt in _OBJECT_OPENERS):
+            # "drunk before retiring to bed", "after the war": a preposition with its
+            # object, no comparison ("released before X", "which came out before?" are)
+            have.discard(t)
     direction: Direction | None = None
     if have & _EARLY:
         direction = "min"

@@ -122,7 +122,7 @@ def _event_date(event: str, text: str) -> DateValue | None:
             if len(inside) == 1 and event == "birth" and "died" not in span.group(1):
                 return inside[0][1]
         return None
-    for cue in sorted(_START_CUES):
+    for cue in [*sorted(_START_CUES), *sorted(_ORIGIN_CUES)]:
         for m in re.finditer(rf"\b{cue}\w*", text, re.I):
             near = [d for pos, d in found if abs(pos - m.end()) <= 60]
             if near:
@@ -137,6 +137,9 @@ _START_CUES = frozenset(
     """released publish premiere found formed establish created built opened launched
     started began introduced debuted aired incorporated""".split()
 )
+# How a thing that is not released came to be ("the game system was invented … in 1987"):
+# read only when no start above is written.
+_ORIGIN_CUES = frozenset("invented designed developed discovered composed coined".split())
 
 
 def _lifespan(text: str) -> float | None:
@@ -423,6 +426,9 @@ def _release_of(option: str, evidence: list[Evidence]) -> tuple[tuple[int, ...],
     return None
 
 
+_MOST_OF = 0.75
+
+
 def _choose_by_property(
     shape: QuestionShape, question: str, evidence: list[Evidence]
 ) -> Found | None:
@@ -448,7 +454,7 @@ def _choose_by_property(
     if min(shares) < 0:
         return None
     hi = 0 if shares[0] > shares[1] else 1
-    if shares[hi] == 1.0 and shares[1 - hi] < 1.0:
+    if shares[hi] >= _MOST_OF and shares[1 - hi] <= shares[hi] / 2:
         return Found(options[hi], support)
     return None
 

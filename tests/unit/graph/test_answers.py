@@ -75,6 +75,11 @@ def test_comparatives_name_the_event_and_direction() -> None:
     assert mr.options == ["Mr. Fix-It", "Long Way Home"] and mr.event == "birth"
     came = analyse("Which came out first, Old Age or New Dawn?")
     assert (came.event, came.direction) == ("start", "min")
+    # "before" with its own object is a preposition, not the comparison asked
+    drunk = analyse("Which is drunk before retiring to bed, Hot toddy or Kir?")
+    assert (drunk.event, drunk.direction) == (None, None)
+    before = analyse("Which came out before, Old Age or New Dawn?")
+    assert (before.event, before.direction) == ("start", "min")
 
 
 # -- comparisons -----------------------------------------------------------------------
@@ -275,6 +280,16 @@ def test_choice_by_a_property_only_one_option_carries() -> None:
         find_short_answer("Which novelist was German, David Guterson or Thomas Mann?", both, [])
         is None
     )
+    # most of a property, in the page's own words, against little of it on the other's
+    drinks = [
+        ev("w:t", "Hot toddy", "A hot toddy is traditionally drunk before retiring for the night."),
+        ev("w:k", "Kir", "Kir is a French cocktail made with white wine."),
+    ]
+    asked = "Which is traditionally drunk before retiring to bed, Hot toddy or Kir?"
+    got = find_short_answer(asked, drinks, [])
+    assert got is not None and got.value == "Hot toddy"
+    drinks[1] = ev("w:k", "Kir", "Kir is traditionally drunk before dinner.")
+    assert find_short_answer(asked, drinks, []) is None
 
 
 def test_both_class_yes_no_and_undetermined() -> None:

@@ -50,6 +50,14 @@ def test_span_is_read_written_out_or_from_a_dated_range(text: str, hours: float 
             2,
         ),
         ("The Owls are a folk group from Cork.", None),
+        # a line-up written out: each item names someone, roles aside
+        (
+            "Gulls are a rock band. It consists of singer Ann Lee, guitarist Bo Chen, "
+            "and drummer Cy Park.",
+            3,
+        ),
+        ('Gulls were a band consisting of Ann "Lee" Ray (vocals and guitar) and Bo (bass).', 2),
+        ("The church consists of a nave and a chancel.", None),
     ],
 )
 def test_group_size_from_a_group_word_or_a_people_list(text: str, size: int | None) -> None:
