@@ -77,7 +77,7 @@ def class_answer(
     phrase = asked_class(question)
     if not phrase:
         return None
-    head = phrase[-1]
+    head = phrase[-1].rsplit("-", 1)[-1]  # a "singer-songwriter" is a songwriter
     q_stems = [stem(w) for w in words(question)]
     if q_stems.count(head) > 1:
         return None  # the question calls another thing by the class too ("an empire that…")
@@ -131,7 +131,9 @@ def _binding(title: str, n: int, evidence: list[Evidence], salient: list[str]) -
         for sent in sentences(e.text):
             if not has_words(title.casefold(), sent.casefold()):
                 continue
-            have = set(terms(sent))
+            # a sentence is read with its page's title: "It was hosted by John Waters" on
+            # the page of the 18th Independent Spirit Awards binds those words too
+            have = set(terms(sent)) | set(terms(base_title(e.title)))
             bound |= have
             shared = len(have & set(salient))
             if best is None or shared > best[0]:

@@ -103,3 +103,19 @@ def test_the_class_is_the_head_noun_of_what_the_opening_calls_it() -> None:
     both = ev("weiss", "Dan Weiss", "Dan Weiss is a screenwriter and film producer from Ohio.")
     found = class_answer("Which film producer from Ohio wrote it?", [both])
     assert found is not None and found[0] == "Dan Weiss"
+
+
+def test_a_naming_sentence_is_read_with_its_page_title() -> None:
+    # "It was hosted by Ann Lee" binds the awards its page is about; a hyphenated class
+    # ("singer-songwriter") is met by its last part
+    awards = ev(
+        "awards",
+        "9th Lantern Awards",
+        "The 9th Lantern Awards were held in 2002. It was hosted by Ann Lee.",
+    )
+    lee = ev("lee", "Ann Lee", "Ann Lee (born 1970) is an English singer, songwriter and actress.")
+    other = ev("roe", "Bo Roe", "Bo Roe (born 1961) is an English songwriter.")
+    found = class_answer(
+        "What English singer-songwriter hosted the 9th Lantern Awards?", [awards, lee, other]
+    )
+    assert found is not None and found[0] == "Ann Lee"
