@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph.agent_answer import agent_answer
 from graph.class_answer import DEFINING, LISTED, class_answer
 from graph.fields import named_answer
 from graph.lexicon import related
@@ -1090,8 +1091,13 @@ def wh_answer(
         field = named_answer(shape, question, evidence)
         if field is not None:
             return Found(field.value, [(field.n, field.line)])
-    # A person's name next to a relation word in running text is too often another person
-    # of the same passage (a co-star, a predecessor): not read off without a reader model.
+    if kind == "person":
+        # the maker of a work, by the passive that names it ("directed by X")
+        made = agent_answer(question, evidence)
+        if made is not None:
+            return Found(*made)
+    # A person's name next to another relation word in running text is too often another
+    # person of the same passage (a co-star, a predecessor): not read off without a reader.
     if kind not in {"date", "number", "duration", "place", "value"}:
         return None
     if kind == "value":
