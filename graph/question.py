@@ -163,10 +163,16 @@ _KIND = re.compile(
 )
 
 
+# "… was born in what year?", "Tysons Galleria is located in what county?": the wh-phrase
+# further on, when no question word opens the ask.
+_KIND_INSIDE = re.compile(r"\b(?:which|what)\s+([\w'’ -]+)", re.I)
+_OPENS_WH = re.compile(r"^\s*(?:\w+\s+)?(?:what|which|who|whom|whose|when|where|why|how)\b", re.I)
+
+
 def _kind(ask: str) -> list[str]:
     """ "which film ..." -> ["film"]; "what year ..." -> ["year"]; "what is ..." -> []."""
-    m = _KIND.match(ask)
-    if not m:
+    m = _KIND.match(ask) or (None if _OPENS_WH.match(ask) else _KIND_INSIDE.search(ask))
+    if not m or (m.re is _KIND_INSIDE and _relative(m.group(1))):
         return []
     out: list[str] = []
     for w in words(m.group(1)):
@@ -179,6 +185,12 @@ def _kind(ask: str) -> list[str]:
 
 
 _OBJECT_OPENERS = frozenset("the a an his her their its this that".split())
+
+
+def _relative(rest: str) -> bool:
+    """ "the film which starred X", "the city which is…": a relative clause, no question."""
+    first = words(rest)[:1]
+    return not first or first[0] in _AUX or first[0] in STOPWORDS or first[0].endswith("ed")
 
 
 def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:

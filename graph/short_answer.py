@@ -816,8 +816,10 @@ def _typed_after(
             while j < len(window):
                 w = window[j].strip(",.;:()\"'")
                 if w[:1].isupper() or (name and w in {"of", "de", "von", "van"}):
-                    name.append(w)
-                    if window[j].endswith((",", ".", ";", ")")):
+                    owner = re.sub(r"['’]s$", "", w)
+                    name.append(owner)
+                    # "Oregon's Umpqua valley": a possessive ends the name (Oregon)
+                    if owner != w or window[j].endswith((",", ".", ";", ")")):
                         break
                     j += 1
                 else:
@@ -1120,7 +1122,9 @@ def wh_answer(
             if d is not None:
                 m = _date_text(d, e.text)
                 if m:
-                    return Found(m, [(n, _sentence_with(e.text, m))])
+                    # "born in what year?" asks the year, not the day
+                    value = str(d.year) if "year" in shape.kind else m
+                    return Found(value, [(n, _sentence_with(e.text, m))])
             continue
         found: dict[str, int] = {}
         counted = counted_noun(question) if kind == "number" else None

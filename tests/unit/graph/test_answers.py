@@ -47,6 +47,10 @@ def ev(doc: str, title: str, text: str) -> Evidence:
         ("how many replicas does the ledger cluster have?", "number", []),
         ("How long did the outage last?", "duration", []),
         ("What is the place of birth of the founder of Acme?", "place", []),
+        # the wh-phrase further on, when no question word opens the ask
+        ("Tysons Galleria is located in what county?", "place", []),
+        ("The author of Blue Water was born in what year?", "date", []),
+        ("Ann Lee starred in the film which starred Bo Chen?", "value", []),
     ],
 )
 def test_answer_type_and_options_from_structure(
@@ -386,6 +390,12 @@ def test_a_relative_s_date_is_not_read_off_the_named_subject_s_page() -> None:
         ),
     ]
     assert extractive_answer("When did Ann Lee's father die?", pages).short_answer == "3 May 1985"
+    # asked in a statement's words, and for the year only
+    asked = "Ann Lee's father died in what year?"
+    assert extractive_answer(asked, pages).short_answer == "1985"
+    # a possessive ends the place's name
+    born = [ev("w:c", "Cy Park", "Cy Park (1931 - 1990) was born in Oregon's Umpqua valley.")]
+    assert extractive_answer("Where was Cy Park born?", born).short_answer == "Oregon"
     # a thing the question describes by its relation to the named one: not the named page's
     named = [pages[0]]
     asked = "When did the painter who was the father of Ann Lee die?"
