@@ -324,11 +324,26 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             if is_num and not named and not _YEAR.match(tok):
                 out.append(tok)
         elif kind == "literal":
-            if (is_num and not named) or low in _LITERALS:
+            if (is_num and not named and _NUM.match(tok)) or _literal_word(tok, raw, i):
                 out.append(tok.strip("`"))
             elif _CODE.match(tok) and not _names_the_asked(tok, question):
                 out.append(tok.strip("`"))
     return tuple(dict.fromkeys(out))
+
+
+# Words after which a lowercase true / false / none is a value ("defaults to false",
+# "enabled: true"), not an adjective in prose ("hold true", "a true value").
+_VALUE_AFTER = frozenset("is are was be to default defaults".split())
+
+
+def _literal_word(tok: str, raw: list[str], i: int) -> bool:
+    low = tok.casefold()
+    if low not in _LITERALS:
+        return False
+    if tok[:1].isupper() or raw[i].startswith("`"):
+        return True  # True, None, `false`: written as the value itself
+    before = raw[i - 1] if i else ""
+    return before.endswith((":", "=")) or before.casefold() in _VALUE_AFTER
 
 
 def _blocks(text: str) -> list[str]:

@@ -93,6 +93,12 @@ def test_values_of_the_asked_type_only() -> None:
     assert values_in("New in version 3.10.", "number", "how many?") == ()
     assert values_in("Use 2 or 3 workers.", "number", "are 2 workers enough?") == ("3",)
     assert values_in("It is False unless set.", "literal", "what default?") == ("False",)
+    # true / false / one in prose are no values; written as a value, they are
+    assert values_in("This need not hold true for extensions.", "literal", "what default?") == ()
+    assert values_in("Return a true value on success.", "literal", "what default?") == ()
+    assert values_in("It is generally one higher.", "literal", "what default?") == ()
+    assert values_in("strict defaults to false.", "literal", "what default?") == ("false",)
+    assert values_in("enabled: true", "literal", "what default?") == ("true",)
 
 
 def test_a_signature_assigns_the_default() -> None:
