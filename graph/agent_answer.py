@@ -61,9 +61,7 @@ def agent_answer(
     by = re.compile(rf"\b{re.escape(stem_)}\w*\s+by\s+{_NAME}")
     keys = set(key_terms(question))
     other = [
-        t
-        for t in terms(ask_of(question))
-        if t not in QUESTION_WORDS and not t.startswith(stem_) and t not in {"who", "whom"}
+        t for t in terms(ask_of(question)) if t not in QUESTION_WORDS and not t.startswith(stem_)
     ]
     if not other:
         return None

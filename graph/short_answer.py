@@ -50,7 +50,16 @@ from graph.statements import (
     value_kind,
 )
 from graph.support import Support, chain_context, heading_of
-from graph.text import NUMBER_WORDS, STOPWORDS, key_terms, sentences, stem, terms, words
+from graph.text import (
+    HONORIFICS,
+    NUMBER_WORDS,
+    STOPWORDS,
+    key_terms,
+    sentences,
+    stem,
+    terms,
+    words,
+)
 from tools.evidence import Evidence
 from tools.titles import base_title, has_words, identifiers, whole_word_spans
 
@@ -317,9 +326,6 @@ _OPENING_NAME = re.compile(
 )
 
 
-_HONORIFICS = frozenset({"Dr", "Mr", "Mrs", "Ms", "Prof"})
-
-
 def _named_in_full(option: str, evidence: list[Evidence]) -> str:
     """The chosen option as its own page names it in its opening, when that name holds
     the option's words in order and ends as it does ("Howard Fast" -> "Howard Melvin
@@ -334,7 +340,7 @@ def _named_in_full(option: str, evidence: list[Evidence]) -> str:
     full, own = m.group(1).split(), option.split()
     if full[0] in {"The", "A", "An"}:
         full = full[1:]  # an article opens the sentence, not the name
-    while full and full[0].rstrip(".") in _HONORIFICS:
+    while full and full[0].rstrip(".") in HONORIFICS:
         full = full[1:]  # "Dr. Ulf Dietrich Merbold": a title, not part of the name
     words_left = iter(full)
     in_order = all(any(w == x for x in words_left) for w in own)
@@ -427,6 +433,8 @@ def _release_of(option: str, evidence: list[Evidence]) -> tuple[tuple[int, ...],
     return None
 
 
+# Share of the question's other words an option's own page must hold to carry the asked
+# property: a page paraphrases some of them ("for the night" for "to bed").
 _MOST_OF = 0.75
 
 
@@ -434,7 +442,8 @@ def _choose_by_property(
     shape: QuestionShape, question: str, evidence: list[Evidence]
 ) -> Found | None:
     """ "Which novelist was German, X or Y?": the option whose own page states the asked
-    property (all of the question's other words), when the other's page does not."""
+    property (most of the question's other words), when the other's page holds at most
+    half as many."""
     options = [_expand(opt, question, evidence) for opt in shape.options]
     skip = options_terms(options) | set(shape.kind)
     prop = [t for t in terms(ask_of(question)) if t not in skip and t not in _WH_WORDS]

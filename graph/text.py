@@ -23,7 +23,8 @@ _WORD = re.compile(r"[\w'’]+", re.UNICODE)
 # A period after a title or abbreviation ("Mr. Fix-It", "St. Louis") or after a single
 # letter (an initial: "S. Sylvan Simon", "J. R. R. Tolkien"; a dotted abbreviation: "the
 # U.S. Navy") ends no sentence: splitting there cuts a name in two.
-_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "Mt", "Prof", "Gen", "Col", "No", "vs")
+HONORIFICS = frozenset({"Mr", "Mrs", "Ms", "Dr", "Prof"})  # a person's title, not a name
+_ABBREVIATIONS = (*sorted(HONORIFICS), "St", "Jr", "Sr", "Mt", "Gen", "Col", "No", "vs")
 SENTENCE_END = r"(?<=[.!?])(?<!\b[A-Za-z]\.)" + "".join(rf"(?<!\b{a}\.)" for a in _ABBREVIATIONS)
 _SENT = re.compile(rf"{SENTENCE_END}[\"'”)]*\s+(?=[A-Z0-9\"'“(])")
 # A capitalised word, or an initial ("M."); names chain through a few lowercase particles.
