@@ -38,6 +38,7 @@ from graph.text import (
     words,
 )
 from tools.evidence import Evidence
+from tools.titles import code_names
 
 # A label is one short line with no sentence or clause ending.
 _LABEL_MAX_WORDS = 12
@@ -420,6 +421,29 @@ def _notes_the_subject(
     return all(reach.get(k, 0.0) >= _NEAR[1] for k in keys)
 
 
+# The code name a reference label opens with: "Repr.maxlevel", "class asyncio.TaskGroup",
+# "shutil.copytree(src, dst, ...)".
+_LABEL_CODE = re.compile(r"^(?:[a-z]+\s+)?([A-Za-z_]\w*(?:\.\w+)+|[a-z]+_\w+)")
+
+
+def labels_another(label: str, question: str) -> bool:
+    """Is ``label`` the entry of a code name the question neither names nor describes?
+    Under "Repr.maxlevel", "The default is 6." is the default of Repr.maxlevel; a question
+    that names no code ("python's default recursion limit") is answered by it only if its
+    words name a part of that code name ("level" of maxlevel), as "shared buffers" does
+    shared_buffers."""
+    m = _LABEL_CODE.match(label.strip())
+    if m is None or code_names(question):
+        return False
+    parts = {p for p in re.split(r"[._]", m.group(1).casefold()) if len(p) >= 3}
+    asked = _expand(set(terms(question)))
+    # a part written whole ("shared", "buffers") or inside a word ("mem" of "memory",
+    # "level" of "maxlevel")
+    return not any(
+        stem(p) in asked or any(a in p or p in a for a in asked if len(a) >= 4) for p in parts
+    )
+
+
 def expand_terms(text: str) -> set[str]:
     """The terms of ``text`` with the parts of its identifiers."""
     return _expand(set(terms(text)))
@@ -493,6 +517,8 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
                 vals = tuple(v for v in vals if not counts_another(v, sent, counted))
             if kind and not vals:
                 continue
+            if kind and labels_another(label, question):
+                continue  # another named thing's value
             if kind == "date" and not _notes_the_subject(sent, need, parts.keys, reach):
                 continue
             if not set(terms(sent)) - set(q_terms) and not vals:

@@ -59,6 +59,25 @@ def test_the_value_stated_under_the_asked_setting(question: str, value: str) -> 
     assert "1024" not in answer.text
 
 
+# An attribute's entry: its default is that attribute's, whatever else its words say.
+REPR = ev(
+    "reprlib",
+    "reprlib - Alternate repr() implementation",
+    "Repr.maxlevel\n\nDepth limit on the creation of recursive representations. The default is 6.",
+)
+
+
+def test_a_code_entrys_default_answers_only_a_question_about_that_code() -> None:
+    # the question describes another thing in words that overlap the entry's description
+    unrelated = extractive_answer("what's python's default recursion limit?", [REPR])
+    assert "6" not in unrelated.text
+    assert not unrelated.answerable
+    # words that name a part of the entry's code name ask about it
+    asked = extractive_answer("what is the default level limit of repr objects?", [REPR])
+    assert asked.answerable
+    assert "The default is 6." in asked.text
+
+
 def test_a_neighbouring_settings_value_is_not_stated_for_another() -> None:
     found = statements("what is the default for max_wal_size?", [SETTINGS])
     assert found
