@@ -561,8 +561,9 @@ def yes_no(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
             verdict = True
         elif nationality is False:
             verdict = False  # "an Irish film director" asked as "American"
-        elif klass[-1] not in page and not related(klass[-1], have):
-            verdict = False  # never called anything of the kind (a "professor" is a "teacher")
+        elif klass[-1] not in page and not related(klass[-1], page):
+            verdict = False  # never called anything of the kind, anywhere on the page (a
+            # "professor" is a "teacher")
         elif klass[-1] in have and not set(klass[:-1]) <= page:
             verdict = False  # called one of another sort ("flowering plants" asked as "ice plants")
         verdicts.append(verdict)

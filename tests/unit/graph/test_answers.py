@@ -319,6 +319,21 @@ def test_both_class_yes_no_and_undetermined() -> None:
     assert find_short_answer("Are Lit and Adorable both rock bands?", bands, []) is None
 
 
+def test_both_of_a_kind_the_page_says_in_other_words_after_its_opening() -> None:
+    people = [
+        ev("w:a", "Ana Ruiz", "Ana Ruiz (born 1951) is a poet and a teacher of writing."),
+        ev(
+            "w:b",
+            "Ben Holt",
+            "Ben Holt (born 1955) holds the Chair of Security Studies at Leeds. "
+            "He has been a professor of politics since 1990.",
+        ),
+    ]
+    # the opening gives a post, not a kind; the page calls him a professor, a teacher's
+    # kind: he is not "never called one", and his opening does not settle "yes" either
+    assert find_short_answer("Are Ana Ruiz and Ben Holt both teachers?", people, []) is None
+
+
 def test_both_with_the_class_after_the_second_name() -> None:
     people = [
         ev("w:a", "Ana Ruiz", "Ana Ruiz (born 1970) is a Portuguese structural engineer."),
