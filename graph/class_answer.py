@@ -66,6 +66,9 @@ def _defines_as(text: str, head: str) -> bool:
     # "movie" asked, "film" written: by meaning
     items = [item for m in DEFINING.finditer(_lead(text)) for item in LISTED.split(m.group(1))]
     heads = [stem(w[-1]) for item in items if (w := words(item))]
+    # "a 2004 American superhero film loosely based on …": an adverb before the participle
+    # that ends the phrase is no head; the word before it may be
+    heads += [stem(w[-2]) for item in items if len(w := words(item)) > 1 and w[-1].endswith("ly")]
     return head in heads or any(related(head, [h]) for h in heads)
 
 

@@ -105,6 +105,16 @@ def test_the_class_is_the_head_noun_of_what_the_opening_calls_it() -> None:
     assert found is not None and found[0] == "Dan Weiss"
 
 
+def test_an_adverb_before_the_closing_participle_is_not_the_head() -> None:
+    film = ev(
+        "gale",
+        "Gale Point",
+        "Gale Point is a 2004 American action film loosely based on a comic by Ida Roe.",
+    )
+    found = class_answer("Which film based on a comic by Ida Roe came out in 2004?", [film])
+    assert found is not None and found[0] == "Gale Point"
+
+
 def test_a_naming_sentence_is_read_with_its_page_title() -> None:
     # "It was hosted by Ann Lee" binds the awards its page is about; a hyphenated class
     # ("singer-songwriter") is met by its last part
