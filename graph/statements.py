@@ -315,7 +315,11 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         after = toks[i + 1].casefold() if i + 1 < len(toks) else ""
         named = designated(toks, i, question)
         is_num = (bool(_NUM.match(tok)) or low in NUMBER_WORDS) and (bounds or not bounded(toks, i))
-        if kind == "date":
+        if kind in {"literal", "number", "duration"} and _marked_default(raw, i):
+            # "A value of zero (the default) disables the timeout", "off (the default)":
+            # the value the text itself marks as the default, in whatever form it is written
+            out.append(tok.strip("`"))
+        elif kind == "date":
             if _YEAR.match(tok) or _RELEASE.match(tok):
                 out.append(tok)
         elif kind == "duration":
@@ -330,6 +334,14 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             elif _CODE.match(tok) and not _names_the_asked(tok, question):
                 out.append(tok.strip("`"))
     return tuple(dict.fromkeys(out))
+
+
+_DEFAULT_MARK = re.compile(r"^\((?:the\s+)?default\)", re.IGNORECASE)
+
+
+def _marked_default(raw: list[str], i: int) -> bool:
+    """Is the word at ``raw[i]`` followed by "(the default)" or "(default)"?"""
+    return bool(_DEFAULT_MARK.match(" ".join(raw[i + 1 : i + 3])))
 
 
 # Words after which a lowercase true / false / none is a value ("defaults to false",

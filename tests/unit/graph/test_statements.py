@@ -354,3 +354,22 @@ def test_a_number_in_a_condition_is_not_what_the_sentence_states() -> None:
     assert values_in(raised, "number", most) == ()
     chosen = "If max_workers is None, then the default chosen will be at most 61."
     assert values_in(chosen, "number", most) == ("61",)
+
+
+def test_a_value_the_text_marks_as_the_default_is_the_default() -> None:
+    page = ev(
+        "worker-config",
+        "Worker Settings",
+        "idle_timeout (integer)\n\n"
+        "Close a worker that has been idle longer than this. If this value is specified "
+        "without units, it is taken as seconds. A value of zero (the default) disables the "
+        "timeout.\n\n"
+        "retry_limit (integer)\n\n"
+        "How often a failed job is retried. The default is 5 retries.",
+    )
+    for question in ("what is the default idle_timeout?", "how long is idle_timeout by default?"):
+        answer = extractive_answer(question, [page])
+        assert answer.short_answer == "zero"
+        assert "(the default) disables the timeout" in answer.text
+    # an unmarked number word in prose is still no value
+    assert values_in("It retries two or three times.", "literal", "what is the default?") == ()
