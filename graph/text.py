@@ -14,7 +14,9 @@ STOPWORDS = frozenset(
     where why how whether if into onto out over under about after before between both each
     either neither all any some same other another more most less least very also only just
     one ones first name named called known also get got make made many much same located
-    situated based someone somebody anyone anybody something anything everyone""".split()
+    situated based someone somebody anyone anybody something anything everyone behind above
+    below beneath beside beyond during inside outside through throughout toward towards upon
+    within across among along around near via per against""".split()
 )
 # Words that ask rather than describe (kept out of coverage checks).
 QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())

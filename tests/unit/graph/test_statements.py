@@ -373,3 +373,21 @@ def test_a_value_the_text_marks_as_the_default_is_the_default() -> None:
         assert "(the default) disables the timeout" in answer.text
     # an unmarked number word in prose is still no value
     assert values_in("It retries two or three times.", "literal", "what is the default?") == ()
+
+
+def test_a_preposition_is_phrasing_not_a_term_the_answer_must_hold() -> None:
+    page = ev(
+        "dice",
+        "dice - Generate pseudo-random rolls",
+        "This module implements rolls for board games.\n\n"
+        "Python uses the Wichmann-Hill method as the core generator.",
+    )
+    intro = ev(
+        "intro",
+        "Introduction",
+        "Behind each Python module in this manual stands a tutorial.",
+    )
+    # "behind" is how the question asks, not a word the stating sentence must repeat: the
+    # tutorial line that happens to say "behind" binds less than the one that states it
+    answer = extractive_answer("what algorithm is behind python's dice module?", [intro, page])
+    assert answer.text == "Python uses the Wichmann-Hill method as the core generator. [2]"
