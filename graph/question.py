@@ -47,7 +47,10 @@ _PLACE_KINDS = frozenset(
     "city country state town county place region village location province nation".split()
 )
 _DATE_KINDS = frozenset("year date day month decade century birthday".split())
-_NUMBER_KINDS = frozenset("number amount count percentage percent total".split())
+_NUMBER_KINDS = frozenset(
+    """number amount count percentage percent total population attendance enrollment
+    enrolment capacity""".split()
+)
 
 # The event a date comparison is about, by its cue words (stems).
 EVENTS: dict[str, frozenset[str]] = {

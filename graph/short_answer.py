@@ -931,6 +931,10 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         for v in values(s)
     }
     own = values(best)
+    if len(own) > 1:
+        # "a population of 3,384,569 …, with annual growth rate of 3.8%": of several
+        # values, the one right beside a word the question asks about, if only one is
+        own = tuple(v for v in own if _beside_asked(v, best.sentence, question, _NEXT_TO)) or own
     value = own[0] if len(own) == 1 and rivals <= set(own) else None
     if value is None or asks_more_than_once(question):
         # Undetermined, or the question's last hop ("... that clock") is not what the
@@ -960,13 +964,14 @@ def _measured(value: str, counted: str) -> str:
 
 
 _BESIDE = 4
+_NEXT_TO = 2
 _DEFAULT_CUES = frozenset({"default", "defaults", "otherwise", "unless"})
 
 
 _BOUND_CUES = frozenset(stem(w) for w in "most least maximum minimum max min than exceed".split())
 
 
-def _beside_asked(value: str, sentence: str, question: str) -> bool:
+def _beside_asked(value: str, sentence: str, question: str, within: int = _BESIDE) -> bool:
     """Is the value within a few words of a word the question asks about, or of the word
     documentation states an unset value with ("Default five seconds")?"""
     toks = [stem(t.strip(",.;:()[]`'\"").casefold()) for t in sentence.split()]
@@ -978,7 +983,7 @@ def _beside_asked(value: str, sentence: str, question: str) -> bool:
     return any(
         toks[j] in asked
         for i in spots
-        for j in range(max(0, i - _BESIDE), min(len(toks), i + _BESIDE + 1))
+        for j in range(max(0, i - within), min(len(toks), i + within + 1))
         if j != i
     )
 

@@ -906,3 +906,16 @@ def test_a_hop_page_is_about_what_the_page_it_was_reached_from_names() -> None:
     unrelated = ev("w:o", "Other Institute", "The other institute was founded in 1901.")
     about = _about_named(question, [student, school, unrelated])
     assert about(2, school.text) and not about(3, unrelated.text)
+
+
+def test_a_measure_noun_asks_a_number_and_the_value_beside_it_answers() -> None:
+    city = ev(
+        "w:lumen",
+        "Lumen City",
+        "Lumen City is the capital of Norland. It has a population of 45,210 according to "
+        "the 2010 census, with an annual growth rate of 2.1%.",
+    )
+    question = "What was the population of Lumen City in the 2010 census?"
+    assert analyse(question).answer_type == "number"
+    answer = extractive_answer(question, [city])
+    assert answer.short_answer == "45,210"
