@@ -16,7 +16,8 @@ STOPWORDS = frozenset(
     one ones first name named called known also get got make made many much same located
     situated based someone somebody anyone anybody something anything everyone behind above
     below beneath beside beyond during inside outside through throughout toward towards upon
-    within across among along around near via per against""".split()
+    within across among along around near via per against already still yet even again ever
+    """.split()
 )
 # Words that ask rather than describe (kept out of coverage checks).
 QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
@@ -102,10 +103,21 @@ def terms(text: str) -> list[str]:
 def _terms(text: str) -> tuple[str, ...]:
     out: dict[str, None] = {}  # insertion-ordered set
     for w in _words(text):
-        if w in STOPWORDS or (len(w) < 2 and not w.isdigit()):
+        if w in STOPWORDS or (len(w) < 2 and not w.isdigit()) or _contracted(w):
             continue
         out[stem(w)] = None
     return tuple(out)
+
+
+# A function word's contraction ("that's", "don't", "i'd", "you're") is a function word.
+_NEGATED = frozenset(
+    "don doesn didn isn aren wasn weren won wouldn shouldn couldn can hasn haven hadn".split()
+)
+
+
+def _contracted(word: str) -> bool:
+    head, apostrophe, _ = word.replace("’", "'").partition("'")
+    return bool(apostrophe) and (head in STOPWORDS or head in _NEGATED)
 
 
 def sentences(text: str) -> list[str]:
