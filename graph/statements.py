@@ -299,6 +299,16 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     if kind == "date":
         # A release note dates a thing in documentation ("New in version 3.11").
         out = release_notes(sentence, question)
+    owned = _owned_defaults(sentence) if kind in {"literal", "number", "duration"} else []
+    if owned:
+        # "Optional argument n (default 3) ... cutoff (default 0.6)": each default is its
+        # own name's; the asked name's, or none of them
+        q_words = _expand(set(terms(question))) | {stem(w) for w in words(question)}
+        return tuple(
+            v
+            for name, v in owned
+            if {stem(p) for p in re.split(r"[._]", name.casefold()) if p} <= q_words
+        )
     raw = sentence.split()
     toks = [t.strip(",.;:()[]\"'“”") for t in raw]
     # Inside a condition ("unless the QUOTE_NONNUMERIC option is given", "if max_workers
@@ -315,7 +325,9 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         after = toks[i + 1].casefold() if i + 1 < len(toks) else ""
         named = designated(toks, i, question)
         is_num = (bool(_NUM.match(tok)) or low in NUMBER_WORDS) and (bounds or not bounded(toks, i))
-        if kind in {"literal", "number", "duration"} and _marked_default(raw, i):
+        numeric = bool(_NUM.match(tok)) or low in NUMBER_WORDS
+        marks = kind == "literal" or (kind in {"number", "duration"} and numeric)
+        if marks and _marked_default(raw, i):
             # "A value of zero (the default) disables the timeout", "off (the default)":
             # the value the text itself marks as the default, in whatever form it is written
             out.append(tok.strip("`"))
@@ -334,6 +346,20 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             elif _CODE.match(tok) and not _names_the_asked(tok, question):
                 out.append(tok.strip("`"))
     return tuple(dict.fromkeys(out))
+
+
+# "n (default 3)", "cutoff (default: 0.6)", "timeout (defaults to 10 seconds)": the value is
+# the default of the name written right before the bracket.
+_OWNED_DEFAULT = re.compile(
+    r"([A-Za-z_][\w.]*)\s+\((?:the\s+)?defaults?(?:\s+(?:is|to))?\s*[:=]?\s*([^()\s][^()]*)\)",
+    re.IGNORECASE,
+)
+
+
+def _owned_defaults(sentence: str) -> list[tuple[str, str]]:
+    return [
+        (m.group(1), m.group(2).strip().strip("`'\"")) for m in _OWNED_DEFAULT.finditer(sentence)
+    ]
 
 
 _DEFAULT_MARK = re.compile(r"^\((?:the\s+)?default\)", re.IGNORECASE)
@@ -376,13 +402,14 @@ def _is_label(block: str) -> bool:
     )
 
 
-def scoped(text: str) -> list[tuple[str, str, list[str]]]:
+def scoped(text: str, label: str = "") -> list[tuple[str, str, list[str]]]:
     """(sentence, label, scope) for each sentence of a passage: the label it sits under
-    ("" when the passage opens mid-entry) and the paragraphs from that label (or the
-    passage's start) to the sentence's own, nearest first."""
+    (``label``, the entry it continues, or "" when the passage opens mid-entry) and the
+    paragraphs from that label (or the passage's start) to the sentence's own, nearest
+    first."""
     out: list[tuple[str, str, list[str]]] = []
     blocks = _blocks(text)
-    start, label = 0, ""
+    start = 0
     for i, block in enumerate(blocks):
         if _is_label(block):
             start, label = i + 1, block.strip().lstrip("#").strip()
@@ -390,6 +417,34 @@ def scoped(text: str) -> list[tuple[str, str, list[str]]]:
         scope = blocks[start : i + 1][::-1]
         out.extend((s, label, scope) for s in _statements_of(block))
     return out
+
+
+def carried_labels(evidence: list[Evidence]) -> list[str]:
+    """Per passage, the label of the entry it continues: a passage cut from the middle of
+    an entry ("New in version 3.11." after the entry's example) sits under the last label
+    of the passage just before it in the same document, when that one is in the evidence."""
+    out: list[str] = []
+    for e in evidence:
+        start, label = e.locator.char_start, ""
+        before = [
+            p
+            for p in evidence
+            if start is not None
+            and p.doc_id == e.doc_id
+            and p.locator.char_start is not None
+            and p.locator.char_end is not None
+            and p.locator.char_start < start <= p.locator.char_end + _CHUNK_GAP
+        ]
+        if before:
+            prev = max(before, key=lambda p: p.locator.char_start or 0)
+            labels = [b.strip().lstrip("#").strip() for b in _blocks(prev.text) if _is_label(b)]
+            label = labels[-1] if labels else ""
+        out.append(label)
+    return out
+
+
+# Characters a chunker may leave between two neighbouring passages (a paragraph break).
+_CHUNK_GAP = 2
 
 
 _ITEM = re.compile(r"^\s*(?:[-*•+]\s|\d+[.)]\s|\|)")
@@ -504,12 +559,13 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     total = sum(weight[t] for t in need)
     contexts, linked = chain_context(evidence, question)
     found: list[tuple[Statement, set[str]]] = []
+    carried = carried_labels(evidence)
     for n, e in enumerate(evidence, start=1):
         frame = set(terms(f"{e.title} {heading_of(e)}"))
         # Names the question holds may be met on the page a hop came from.
         chain = contexts[n - 1] if e.id in linked else set()
         held, under = 0, None
-        for sent, label, scope in scoped(e.text):
+        for sent, label, scope in scoped(e.text, carried[n - 1]):
             if label != under:
                 under, held = label, _count_keys(label, parts.keys)
             held = _count_keys(sent, parts.keys) or held

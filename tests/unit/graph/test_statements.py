@@ -8,6 +8,7 @@ from graph.claims import check_answer
 from graph.extractive import extractive_answer
 from graph.statements import (
     assigned_value,
+    carried_labels,
     scoped,
     statements,
     table_value,
@@ -15,6 +16,7 @@ from graph.statements import (
     values_in,
 )
 from graph.text import acronyms
+from retrieval.search_models import Locator
 from tools.evidence import Evidence
 from tools.testing import evidence
 
@@ -391,3 +393,51 @@ def test_a_preposition_is_phrasing_not_a_term_the_answer_must_hold() -> None:
     # tutorial line that happens to say "behind" binds less than the one that states it
     answer = extractive_answer("what algorithm is behind python's dice module?", [intro, page])
     assert answer.text == "Python uses the Wichmann-Hill method as the core generator. [2]"
+
+
+def test_a_default_in_brackets_is_the_default_of_the_name_before_it() -> None:
+    page = ev(
+        "difflib",
+        "difflib - Helpers for computing deltas",
+        "close_matches(word, options)\n\n"
+        "Optional argument n (default 3) is the maximum number of close matches to "
+        "return.\n\n"
+        "Optional argument cutoff (default 0.6) is a float in the range [0, 1].",
+    )
+    answer = extractive_answer("what's the default similarity cutoff for close_matches?", [page])
+    assert answer.short_answer == "0.6"
+    assert values_in("Optional argument n (default 3) is the most.", "literal", "cutoff?") == ()
+    # a bracketed "(default)" after a word that is no number is no duration
+    assert values_in('Can be "DEFERRED" (default) or None.', "duration", "how long?") == ()
+
+
+def _chunk(n: int, start: int, text: str) -> Evidence:
+    doc = "pydocs:library/digests.html"
+    return ev(doc, "digests - Message digests", text).model_copy(
+        update={
+            "id": f"{doc}#{n}",
+            "locator": Locator(
+                doc_id=doc, chunk_id=f"{doc}#{n}", char_start=start, char_end=start + len(text)
+            ),
+        }
+    )
+
+
+def test_a_passage_cut_mid_entry_sits_under_the_entry_it_continues() -> None:
+    head = _chunk(
+        10,
+        0,
+        "File hashing\n\ndigests.file_digest(fileobj, digest, /)\n\n"
+        "Return a digest object updated with the contents of the file object.",
+    )
+    rest = _chunk(
+        11,
+        len(head.text) - 10,  # chunks overlap a little
+        "Example:\n\n>>> digest = compute(f, 'sha256')\n\nNew in version 3.11.",
+    )
+    assert carried_labels([rest, head]) == ["digests.file_digest(fileobj, digest, /)", ""]
+    answer = extractive_answer("which python version added digests.file_digest?", [rest, head])
+    assert answer.short_answer == "3.11"
+    # without the passage before it, the bare note dates nothing it can be sure of
+    alone = extractive_answer("which python version added digests.file_digest?", [rest])
+    assert alone.short_answer is None
