@@ -160,6 +160,13 @@ def asks_more_than_once(question: str) -> bool:
     return ask_of(question) != question or bool(re.search(r"\w[.!?]\s+\w", question.strip()))
 
 
+# A query that ends where its date would stand: "X added in", "deprecated since?".
+_ENDS_ASKING_WHEN = re.compile(
+    r"\b(?:added|introduced|new|available|deprecated|removed)\s+(?:in|since)\s*\??\s*$",
+    re.IGNORECASE,
+)
+
+
 def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
     """The type of value the question asks for, if it asks for one: "version" (when a
     thing arrived), "date", "number", "duration" or "literal" (a setting's default)."""
@@ -169,10 +176,14 @@ def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
         return None
     if "often" in toks and "how" in toks:
         return "duration"
+    if shape.answer_type == "duration" and _HOW_LONG_A_THING_IS.search(question):
+        return "number"
     if shape.answer_type in {"date", "number", "duration"}:
         return shape.answer_type
     if "version" in toks or "release" in toks or (toks & ARRIVAL and "when" in toks):
         return "date"
+    if _ENDS_ASKING_WHEN.search(question):
+        return "date"  # a search-box query: "contextlib.chdir added in"
     if toks & _DEFAULT_WORDS:
         return "literal"
     if asks_a_bound(question):
@@ -183,9 +194,13 @@ def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
 # "what's the maximum size", "the most worker processes ... can have": a bound is a number.
 _BOUND_WORDS = re.compile(
     r"\b(?:maximum|minimum|max|min|upper limit|lower limit)\b"
-    r"|\bthe (?:most|fewest|least)\s+(?:\w+\s+){0,2}\w+(?<!ss)(?<!ous)s\b",
+    r"|\bthe (?:most|fewest|least)\s+(?:\w+\s+){0,2}\w+(?<!ss)(?<!ous)s\b"
+    # "how long can a comment be?", "how big may the buffer get?": what is allowed
+    r"|\bhow\s+(?:long|big|large|many|much)\b(?:\s+\w+)?\s+(?:can|may|could)\b",
     re.IGNORECASE,
 )
+# "how long can the comment be?" asks a length, not a time
+_HOW_LONG_A_THING_IS = re.compile(r"\bhow\s+long\s+(?:can|may|could|should|must)\b.*\bbe\b", re.I)
 
 
 @lru_cache(maxsize=256)
@@ -201,6 +216,7 @@ _BOUND_BEFORE = frozenset("least most minimum maximum max min > < >= <= ≥ ≤"
 _BOUND_PAIRS = frozenset(
     {("up", "to"), ("more", "than"), ("less", "than"), ("fewer", "than"), ("greater", "than")}
     | {("must", "be"), ("must", "not"), ("should", "be"), ("cannot", "exceed")}
+    | {("longer", "than"), ("shorter", "than"), ("larger", "than"), ("smaller", "than")}
 )
 
 

@@ -101,6 +101,13 @@ def test_a_neighbouring_settings_value_is_not_stated_for_another() -> None:
         ("what is the maximum size of a webhook body?", "number"),
         ("what's the most worker processes a pool can have?", "number"),
         ("what is the most popular client library?", None),
+        # a search-box query that ends where the date would stand
+        ("contextlib.chdir added in", "date"),
+        # "how long can X be" asks a length, "how long does X wait" a time
+        ("how long can the archive comment be?", "number"),
+        ("how long does the client wait before giving up?", "duration"),
+        ("asyncio.timeout new in?", "date"),
+        ("which modules were added in the standard library", None),
     ],
 )
 def test_value_kind(question: str, kind: str | None) -> None:
@@ -441,3 +448,15 @@ def test_a_passage_cut_mid_entry_sits_under_the_entry_it_continues() -> None:
     # without the passage before it, the bare note dates nothing it can be sure of
     alone = extractive_answer("which python version added digests.file_digest?", [rest])
     assert alone.short_answer is None
+
+
+def test_how_long_a_thing_may_be_is_answered_by_its_limit() -> None:
+    page = ev(
+        "archives",
+        "archives - Work with archives",
+        "Archive.comment\n\nThe comment of the archive. It should be no longer than 65535 bytes.",
+    )
+    answer = extractive_answer("how long can the archive comment be?", [page])
+    assert answer.short_answer == "65535"
+    # a limit is no default: a question about the default is not answered by it
+    assert values_in("It should be no longer than 65535 bytes.", "number", "how many bytes?") == ()
