@@ -25,10 +25,26 @@ QUESTION_WORDS = frozenset("what which who whom whose when where why how".split(
 _WORD = re.compile(r"[\w'’]+", re.UNICODE)
 # A period after a title or abbreviation ("Mr. Fix-It", "St. Louis") or after a single
 # letter (an initial: "S. Sylvan Simon", "J. R. R. Tolkien"; a dotted abbreviation: "the
-# U.S. Navy") ends no sentence: splitting there cuts a name in two.
+# U.S. Navy", "e.g.") ends no sentence: splitting there cuts a name in two. A lowercase
+# letter alone is a variable ("at position i. If …"), which can end one.
 HONORIFICS = frozenset({"Mr", "Mrs", "Ms", "Dr", "Prof"})  # a person's title, not a name
-_ABBREVIATIONS = (*sorted(HONORIFICS), "St", "Jr", "Sr", "Mt", "Gen", "Col", "No", "vs")
-SENTENCE_END = r"(?<=[.!?])(?<!\b[A-Za-z]\.)" + "".join(rf"(?<!\b{a}\.)" for a in _ABBREVIATIONS)
+_ABBREVIATIONS = (
+    *sorted(HONORIFICS),
+    "St",
+    "Jr",
+    "Sr",
+    "Mt",
+    "Gen",
+    "Col",
+    "No",
+    "vs",
+    "v",
+    "c",
+    "ca",
+)
+SENTENCE_END = r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\.[a-z]\.)" + "".join(
+    rf"(?<!\b{a}\.)" for a in _ABBREVIATIONS
+)
 _SENT = re.compile(rf"{SENTENCE_END}[\"'”)]*\s+(?=[A-Z0-9\"'“(])")
 # A capitalised word, or an initial ("M."); names chain through a few lowercase particles.
 _NAME_WORD = r"(?:[A-Z]\.|[A-Z][\w'’-]*)"

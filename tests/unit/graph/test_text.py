@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graph.text import terms
+from graph.text import sentences, terms
 
 
 @pytest.mark.parametrize(
@@ -21,3 +21,16 @@ from graph.text import terms
 )
 def test_content_terms(text: str, expected: list[str]) -> None:
     assert terms(text) == expected
+
+
+def test_a_lowercase_variable_ends_a_sentence_an_abbreviation_does_not() -> None:
+    text = (
+        "Insert x at position i. If the ring is full, an error is raised. "
+        "See e.g. Craig v. Boren, decided c. 1976. The U.S. Navy agreed."
+    )
+    assert sentences(text) == [
+        "Insert x at position i.",
+        "If the ring is full, an error is raised.",
+        "See e.g. Craig v. Boren, decided c. 1976.",
+        "The U.S. Navy agreed.",
+    ]
