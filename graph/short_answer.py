@@ -37,6 +37,7 @@ from graph.statements import (
     Statement,
     asks_a_bound,
     asks_more_than_once,
+    asks_when,
     assigned_value,
     bounded,
     counted_noun,
@@ -877,7 +878,9 @@ def _asks_version(question: str) -> bool:
     """ "When was tomllib added?", "which version introduced X?", "since which version...":
     the answer is the release that brought it."""
     toks = set(words(question))
-    return bool(toks & ARRIVAL) and bool(toks & {"when", "version", "release", "since"})
+    return bool(toks & ARRIVAL) and (
+        bool(toks & {"version", "release", "since"}) or asks_when(question)
+    )
 
 
 def assigned(question: str, evidence: list[Evidence]) -> Found | None:
@@ -945,6 +948,37 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
     elif not _noted(value, best.sentence) and not _beside_asked(value, best.sentence, question):
         return None  # the value stands apart from every word the question asks about
     return Found(value, [(best.index, best.sentence)])
+
+
+# An exception's name as documentation writes it: IndexError, dataclasses.FrozenInstanceError
+_EXCEPTION_NAME = re.compile(
+    r"(?<![\w.])(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit)\b"
+)
+_RAISES = re.compile(r"\b(?:raise[sd]?|raising|thrown?)\b", re.IGNORECASE)
+_ASKS_AN_ERROR = frozenset({"error", "exception", "warning"})
+
+
+def raised_answer(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:
+    """ "what error do I get if …?", "what does X raise when …?", "what happens if …?": the
+    one exception the best-bound sentence says is raised; none, two, or a nearly as well
+    bound sentence raising another is no answer."""
+    ask = ask_of(question)
+    if not (set(shape.kind) & _ASKS_AN_ERROR or _RAISES.search(ask) or "happen" in shape.kind):
+        return None
+    found = statements(question, evidence)
+    if not found:
+        return None
+
+    def raised(st: Statement) -> set[str]:
+        if not _RAISES.search(st.sentence):
+            return set()
+        return {n for n in _EXCEPTION_NAME.findall(st.sentence) if n not in question}
+
+    best = raised(found[0])
+    rivals = set().union(*(raised(st) for st in found[1:] if st.bound >= found[0].bound - _CLOSE))
+    if len(best) != 1 or not rivals <= best:
+        return None
+    return Found(next(iter(best)), [(found[0].index, found[0].sentence)])
 
 
 def _noted(value: str, sentence: str) -> bool:
@@ -1113,6 +1147,10 @@ def wh_answer(
         made = agent_answer(question, evidence)
         if made is not None:
             return Found(*made)
+    if kind in {"entity", "value"}:
+        raised = raised_answer(shape, question, evidence)
+        if raised is not None:
+            return raised
     # A person's name next to another relation word in running text is too often another
     # person of the same passage (a co-star, a predecessor): not read off without a reader.
     if kind not in {"date", "number", "duration", "place", "value"}:

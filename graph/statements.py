@@ -167,6 +167,12 @@ _ENDS_ASKING_WHEN = re.compile(
 )
 
 
+def asks_when(question: str) -> bool:
+    """Does "when" ask ("when did X get Y?", "since when …?"), rather than join a clause
+    ("what error do I get when …?")?"""
+    return "when" in words(ask_of(question))[:2]
+
+
 def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
     """The type of value the question asks for, if it asks for one: "version" (when a
     thing arrived), "date", "number", "duration" or "literal" (a setting's default)."""
@@ -180,7 +186,7 @@ def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
         return "number"
     if shape.answer_type in {"date", "number", "duration"}:
         return shape.answer_type
-    if "version" in toks or "release" in toks or (toks & ARRIVAL and "when" in toks):
+    if "version" in toks or "release" in toks or (toks & ARRIVAL and asks_when(question)):
         return "date"
     if _ENDS_ASKING_WHEN.search(question):
         return "date"  # a search-box query: "contextlib.chdir added in"

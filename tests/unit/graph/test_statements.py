@@ -460,3 +460,27 @@ def test_how_long_a_thing_may_be_is_answered_by_its_limit() -> None:
     assert answer.short_answer == "65535"
     # a limit is no default: a question about the default is not answered by it
     assert values_in("It should be no longer than 65535 bytes.", "number", "how many bytes?") == ()
+
+
+def test_the_exception_the_best_bound_sentence_says_is_raised() -> None:
+    page = ev(
+        "rings",
+        "rings - Bounded ring buffers",
+        "insert(i, x)\n\n"
+        "Insert x into the ring at position i. If the insertion would cause a bounded ring "
+        "to grow beyond maxlen, an OverflowError is raised.\n\n"
+        "pop()\n\n"
+        "Remove and return the last element. If the ring is empty, raises a LookupError.",
+    )
+    for question in (
+        "what happens if i insert into a ring that's at its maxlen?",
+        "what error do i get when inserting into a full ring beyond maxlen?",
+    ):
+        assert extractive_answer(question, [page]).short_answer == "OverflowError"
+    # a sentence that names an exception without raising it answers nothing
+    quiet = ev(
+        "rings", "rings", "insert(i, x)\n\nBeyond maxlen an insertion is an OverflowError case."
+    )
+    assert (
+        extractive_answer("what happens if i insert beyond maxlen?", [quiet]).short_answer is None
+    )
