@@ -194,13 +194,22 @@ def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
         return "literal"
     if asks_a_bound(question):
         return "number"
+    if shape.answer_type == "value" and words(ask_of(question))[-1:] in ([m] for m in _MEASURED):
+        return "number"  # a search-box query names the asked measure last: "X line length"
     return None
+
+
+# Nouns that name a measure: a query that ends with one asks its number.
+_MEASURED = frozenset("length size width height depth count limit number amount".split())
 
 
 # "what's the maximum size", "the most worker processes ... can have": a bound is a number.
 _BOUND_WORDS = re.compile(
     r"\b(?:maximum|minimum|max|min|upper limit|lower limit)\b"
     r"|\bthe (?:most|fewest|least)\s+(?:\w+\s+){0,2}\w+(?<!ss)(?<!ous)s\b"
+    # "the smallest nonzero stack size": a superlative of a measure, not "the longest reign"
+    r"|\b(?:smallest|largest|biggest|longest|shortest|highest|lowest)\s+(?:\w+\s+){0,2}?"
+    r"(?:size|value|number|length|count|amount|limit|width|height|depth)\b"
     # "how long can a comment be?", "how big may the buffer get?": what is allowed
     r"|\bhow\s+(?:long|big|large|many|much)\b(?:\s+\w+)?\s+(?:can|may|could)\b",
     re.IGNORECASE,

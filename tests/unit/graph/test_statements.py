@@ -106,6 +106,12 @@ def test_a_neighbouring_settings_value_is_not_stated_for_another() -> None:
         # "how long can X be" asks a length, "how long does X wait" a time
         ("how long can the archive comment be?", "number"),
         ("how long does the client wait before giving up?", "duration"),
+        # a superlative of a measure asks a bound; of a thing, a name
+        ("what's the smallest nonzero stack size it will accept?", "number"),
+        ("who was the longest lived queen?", None),
+        # a search-box query names the asked measure last
+        ("base64.encodebytes line length", "number"),
+        ("base64.encodebytes length of lines", None),
         ("asyncio.timeout new in?", "date"),
         ("which modules were added in the standard library", None),
     ],
