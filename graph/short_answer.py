@@ -43,6 +43,7 @@ from graph.statements import (
     counted_noun,
     counting,
     designated,
+    quantity,
     row_text,
     statements,
     superseded,
@@ -309,6 +310,8 @@ def choose(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
         return None
     if not shape.event or not shape.direction:
         found = _choose_by_property(shape, question, evidence)
+    elif (by_default := _compare_defaults(shape, question, evidence)) is not None:
+        found = Found(shape.options[by_default[0]], by_default[1])
     else:
         compared = _compare(shape, question, evidence)
         if compared is None:
@@ -348,6 +351,35 @@ def _named_in_full(option: str, evidence: list[Evidence]) -> str:
     if len(full) > len(own) and full[-1] == own[-1] and in_order:
         return " ".join(full)
     return option
+
+
+_DEFAULT_OF = re.compile(r"^(?:the\s+)?defaults?\s+(?:value\s+)?(?:of|for)\s+", re.IGNORECASE)
+
+
+def _compare_defaults(
+    shape: QuestionShape, question: str, evidence: list[Evidence]
+) -> tuple[int, list[tuple[int, str]]] | None:
+    """ "Which has a larger default, work_mem or maintenance_work_mem?": (the option picked,
+    the passages that decide it) by each option's own stated default ("four megabytes
+    (4MB)", "64MB"), compared as quantities in one unit; a default not found, not a
+    quantity, or equal decides nothing."""
+    if not set(words(question)) & {"default", "defaults"}:
+        return None
+    read: list[tuple[float, list[tuple[int, str]]]] = []
+    for opt in shape.options:
+        name = _DEFAULT_OF.sub("", opt)  # "is the default of X bigger than Y?"
+        stated = stated_value(f"what is the default {name}?", evidence)
+        if stated is None or stated.value is None:
+            return None
+        amount = quantity(stated.value)
+        if amount is None and (amount := _number(stated.value)) is None:
+            return None
+        read.append((amount, stated.support))
+    (a, support_a), (b, support_b) = read
+    if a == b:
+        return None
+    pick = 0 if (a < b) == (shape.direction == "min") else 1
+    return pick, list(dict.fromkeys([*support_a, *support_b]))
 
 
 def _compare(
@@ -510,6 +542,9 @@ def yes_no(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
     if len(shape.options) == 2 and shape.event and shape.direction and not shape.same:
         # "Is X older than Y?": the comparison "which is older, X or Y?" decides, yes when
         # it picks the first.
+        by_default = _compare_defaults(shape, question, evidence)
+        if by_default is not None:
+            return Found("yes" if by_default[0] == 0 else "no", by_default[1])
         compared = _compare(shape, question, evidence)
         return Found("yes" if compared[0] == 0 else "no", compared[2]) if compared else None
     if len(shape.options) != 2 or not shape.same:

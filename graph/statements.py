@@ -59,6 +59,46 @@ _TIME_UNITS = frozenset(
     "ms millisecond second sec minute min hour day week month year decade century".split()
 )
 _LITERALS = frozenset({"true", "false", "none", "null", "unlimited"})
+# Units a quantity is written with ("64 megabytes", "4MB", "200ms"), stems.
+_SIZE_UNITS = frozenset(
+    "byte kb kib mb mib gb gib tb tib kilobyte megabyte gigabyte terabyte percent".split()
+)
+_QUANTITY_UNITS = _SIZE_UNITS | _TIME_UNITS
+_NUM_WITH_UNIT = re.compile(r"^\d[\d,]*(?:\.\d+)?(?:[kKMGT]i?B|B|ms|s|min|h|d)$")
+_QUANTITY = re.compile(r"^([\d,]*\.?\d+)\s*([A-Za-z%]*)$")
+# What one of each unit is in bytes or seconds (kB as the binary kilobyte, as settings use it).
+_UNIT_SIZE = {
+    **dict.fromkeys(["b", "byte"], 1.0),
+    **dict.fromkeys(["kb", "kib", "kilobyte"], 1024.0),
+    **dict.fromkeys(["mb", "mib", "megabyte"], 1024.0**2),
+    **dict.fromkeys(["gb", "gib", "gigabyte"], 1024.0**3),
+    **dict.fromkeys(["tb", "tib", "terabyte"], 1024.0**4),
+    **dict.fromkeys(["ms", "millisecond"], 0.001),
+    **dict.fromkeys(["s", "sec", "second"], 1.0),
+    **dict.fromkeys(["min", "minute"], 60.0),
+    **dict.fromkeys(["h", "hour"], 3600.0),
+    **dict.fromkeys(["d", "day"], 86400.0),
+    "week": 604800.0,
+}
+
+
+def quantity(value: str) -> float | None:
+    """A quantity in bytes or seconds: "4MB", "four megabytes", "64 kB", "200ms"."""
+    head, _, unit = value.strip().partition(" ")
+    if head.casefold() in NUMBER_WORDS:
+        number = str(NUMBER_WORDS[head.casefold()])
+    else:
+        m = _QUANTITY.match(value.strip().replace(" ", ""))
+        if m is None:
+            return None
+        number, unit = m.group(1), m.group(2)
+    size = _UNIT_SIZE.get(stem(unit.casefold())) if unit else None
+    try:
+        return float(number.replace(",", "")) * size if size else None
+    except ValueError:
+        return None
+
+
 _NUM = re.compile(r"^[-+$€£]?\d[\d,]*(?:\.\d+)?%?$")
 # A release note of an arrival ("New in version 3.11", "available since 3.2"); "Deprecated
 # since version 3.4" is not one.
@@ -342,6 +382,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         )
     raw = sentence.split()
     toks = [t.strip(",.;:()[]\"'“”") for t in raw]
+    counted = counted_noun(question)  # "how many bytes": the number alone
     # Inside a condition ("unless the QUOTE_NONNUMERIC option is given", "if max_workers
     # is 0 or less, ..."), up to its comma: what must hold, not what the sentence states.
     # A default may be written in an "if" clause ("If exist_ok is False (the default)").
@@ -357,6 +398,8 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         named = designated(toks, i, question)
         is_num = (bool(_NUM.match(tok)) or low in NUMBER_WORDS) and (bounds or not bounded(toks, i))
         numeric = bool(_NUM.match(tok)) or low in NUMBER_WORDS
+        unit_in = bool(_NUM_WITH_UNIT.match(tok)) and (bounds or not bounded(toks, i))
+        measured = not counted and (unit_in or stem(after) in _QUANTITY_UNITS)
         marks = kind == "literal" or (kind in {"number", "duration"} and numeric)
         if marks and _marked_default(raw, i):
             # "A value of zero (the default) disables the timeout", "off (the default)":
@@ -368,6 +411,9 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         elif kind == "duration":
             if is_num and stem(after) in _TIME_UNITS:
                 out.append(f"{tok} {toks[i + 1]}")
+        elif kind in {"number", "literal"} and measured and not named and (is_num or unit_in):
+            # a quantity is its number with its unit: "4MB", "four megabytes", "64 kB"
+            out.append(tok if unit_in else f"{tok} {toks[i + 1]}")
         elif kind == "number":
             if is_num and not named and not _YEAR.match(tok):
                 out.append(tok)
@@ -376,7 +422,16 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
                 out.append(tok.strip("`"))
             elif _CODE.match(tok) and not _names_the_asked(tok, question):
                 out.append(tok.strip("`"))
-    return tuple(dict.fromkeys(out))
+    # "four megabytes (4MB)": one quantity written twice is one value
+    seen: set[float] = set()
+    kept: list[str] = []
+    for v in dict.fromkeys(out):
+        q = quantity(v)
+        if q is None or q not in seen:
+            kept.append(v)
+        if q is not None:
+            seen.add(q)
+    return tuple(kept)
 
 
 # "n (default 3)", "cutoff (default: 0.6)", "timeout (defaults to 10 seconds)": the value is

@@ -9,6 +9,7 @@ from graph.extractive import extractive_answer
 from graph.statements import (
     assigned_value,
     carried_labels,
+    quantity,
     scoped,
     statements,
     table_value,
@@ -463,7 +464,7 @@ def test_how_long_a_thing_may_be_is_answered_by_its_limit() -> None:
         "Archive.comment\n\nThe comment of the archive. It should be no longer than 65535 bytes.",
     )
     answer = extractive_answer("how long can the archive comment be?", [page])
-    assert answer.short_answer == "65535"
+    assert answer.short_answer == "65535 bytes"
     # a limit is no default: a question about the default is not answered by it
     assert values_in("It should be no longer than 65535 bytes.", "number", "how many bytes?") == ()
 
@@ -490,3 +491,40 @@ def test_the_exception_the_best_bound_sentence_says_is_raised() -> None:
     assert (
         extractive_answer("what happens if i insert beyond maxlen?", [quiet]).short_answer is None
     )
+
+
+# Two settings whose defaults are quantities written in words and in units.
+MEMORY = ev(
+    "memory-config",
+    "Resource Consumption",
+    "sort_mem (integer)\n\n"
+    "Sets the memory a sort may use. The default value is four megabytes (4MB).\n\n"
+    "build_mem (integer)\n\n"
+    "Sets the memory an index build may use. It defaults to 64 megabytes (64MB).\n\n"
+    "cache_mem (integer)\n\n"
+    "Sets the cache size. The default is 4096kB.",
+)
+
+
+def test_a_quantity_is_read_with_its_unit_and_once_however_often_written() -> None:
+    assert quantity("4MB") == quantity("four megabytes") == 4 * 1024**2
+    assert quantity("200ms") == 0.2 and quantity("64") is None
+    assert extractive_answer("what is the default sort_mem?", [MEMORY]).short_answer == (
+        "four megabytes"
+    )
+    assert extractive_answer("default for build_mem", [MEMORY]).short_answer == "64 megabytes"
+
+
+@pytest.mark.parametrize(
+    ("question", "short"),
+    [
+        ("which has a larger default, sort_mem or build_mem?", "build_mem"),
+        ("which is smaller by default, build_mem or sort_mem?", "sort_mem"),
+        ("is sort_mem smaller than build_mem by default?", "yes"),
+        ("is the default of build_mem smaller than sort_mem?", "no"),
+        # equal quantities in other units decide nothing
+        ("which has a larger default, sort_mem or cache_mem?", None),
+    ],
+)
+def test_defaults_are_compared_as_quantities(question: str, short: str | None) -> None:
+    assert extractive_answer(question, [MEMORY]).short_answer == short
