@@ -42,6 +42,7 @@ from graph.statements import (
     bounded,
     counted_noun,
     counting,
+    default_said,
     designated,
     quantity,
     row_text,
@@ -547,6 +548,8 @@ def yes_no(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
             return Found("yes" if by_default[0] == 0 else "no", by_default[1])
         compared = _compare(shape, question, evidence)
         return Found("yes" if compared[0] == 0 else "no", compared[2]) if compared else None
+    if not shape.options:
+        return _default_is(question, evidence)
     if len(shape.options) != 2 or not shape.same:
         return None
     support: list[tuple[int, str]] = []
@@ -610,6 +613,30 @@ def yes_no(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Fou
     if all(verdicts):
         return Found("yes", support)
     return None
+
+
+# A setting's switch values: the words for on, and for off.
+_SWITCH_ON = frozenset({"on", "true", "enabled"})
+_SWITCH_OFF = frozenset({"off", "false", "disabled"})
+_BY_DEFAULT = re.compile(r"\b(?:by\s+default|defaults?\s+to)\b", re.IGNORECASE)
+
+
+def _default_is(question: str, evidence: list[Evidence]) -> Found | None:
+    """ "Is fsync on by default?", "does autocommit default to true?": yes when the stated
+    default is the asked switch value, no when it is its opposite ("The default is off.");
+    anything else decides nothing."""
+    asked = [w for w in words(question) if w in _SWITCH_ON | _SWITCH_OFF]
+    if len(asked) != 1 or not _BY_DEFAULT.search(question):
+        return None
+    subject = _BY_DEFAULT.sub("", re.sub(rf"\b{asked[0]}\b", "", question, flags=re.I))
+    stated = stated_value(f"what is the default of {subject.strip(' ?')}?", evidence)
+    if stated is None or stated.value is None:
+        return None
+    said = stated.value.casefold()
+    if said not in _SWITCH_ON | _SWITCH_OFF:
+        return None
+    same = (said in _SWITCH_ON) == (asked[0] in _SWITCH_ON)
+    return Found("yes" if same else "no", stated.support)
 
 
 def _own_name(option: str, evidence: list[Evidence]) -> str:
@@ -980,7 +1007,11 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         return None
     if counted:
         value = _measured(value, counted)
-    elif not _noted(value, best.sentence) and not _beside_asked(value, best.sentence, question):
+    elif (
+        not _noted(value, best.sentence)
+        and not _beside_asked(value, best.sentence, question)
+        and default_said(best.sentence, question) != value
+    ):
         return None  # the value stands apart from every word the question asks about
     return Found(value, [(best.index, best.sentence)])
 
@@ -1044,7 +1075,7 @@ def _beside_asked(value: str, sentence: str, question: str, within: int = _BESID
     """Is the value within a few words of a word the question asks about, or of the word
     documentation states an unset value with ("Default five seconds")?"""
     toks = [stem(t.strip(",.;:()[]`'\"").casefold()) for t in sentence.split()]
-    first = stem(value.split()[0].casefold())
+    first = stem(value.split()[0].strip(",.;:()[]`'\"").casefold())
     asked = set(terms(question)) | _DEFAULT_CUES
     if asks_a_bound(question):  # "must be less than or equal to 61" states the bound
         asked |= _BOUND_CUES

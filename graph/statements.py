@@ -251,8 +251,12 @@ _BOUND_WORDS = re.compile(
     r"|\b(?:smallest|largest|biggest|longest|shortest|highest|lowest)\s+(?:\w+\s+){0,2}?"
     r"(?:size|value|number|length|count|amount|limit|width|height|depth)\b"
     # "how long can a comment be?", "how big may the buffer get?": what is allowed
-    r"|\bhow\s+(?:long|big|large|many|much)\b(?:\s+\w+)?\s+(?:can|may|could)\b",
+    r"|\bhow\s+(?:long|big|large|many|much)\b(?:\s+\w+)?\s+(?:can|may|could)\b"
+    r"|\bhow\s+(?:many|much)\b.*\b(?:allowed|permitted)\b",
     re.IGNORECASE,
+)
+_BOUND_PHRASING = frozenset(
+    "allow allowed permit permitted maximum minimum max min limit most least".split()
 )
 # "how long can the comment be?" asks a length, not a time
 _HOW_LONG_A_THING_IS = re.compile(r"\bhow\s+long\s+(?:can|may|could|should|must)\b.*\bbe\b", re.I)
@@ -422,6 +426,8 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
                 out.append(tok.strip("`"))
             elif _CODE.match(tok) and not _names_the_asked(tok, question):
                 out.append(tok.strip("`"))
+    if kind == "literal" and not out and (said := default_said(sentence, question)):
+        out.append(said)  # "The default is WARNING.", "The default value is localhost, which …"
     # "four megabytes (4MB)": one quantity written twice is one value
     seen: set[float] = set()
     kept: list[str] = []
@@ -432,6 +438,32 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         if q is not None:
             seen.add(q)
     return tuple(kept)
+
+
+# "The default is WARNING.", "The default value for this parameter is "$user", public.",
+# "It defaults to on": what a sentence says the default is, up to the clause's end.
+_DEFAULT_IS = re.compile(
+    r"\b(?:(?:the\s+)?default(?:\s+value)?(?:\s+(?:for|of)\s+(?:this|the)\s+\w+)?\s+is"
+    r"|defaults\s+to)\s+(?:typically\s+|usually\s+|normally\s+)?"
+    r"(.+?)\s*(?:[;.]\s|[;.]?$|,\s*(?:which|but|so|meaning|unless|if|and\s+(?:can|may|is))\b)",
+    re.IGNORECASE,
+)
+_SAID_MAX_WORDS = 6
+
+
+def default_said(sentence: str, question: str) -> str | None:
+    m = _DEFAULT_IS.search(sentence)
+    if m is None:
+        return None
+    said = m.group(1).strip().strip("`")
+    first = said.split()[0].casefold() if said else ""
+    if len(said.split()) > _SAID_MAX_WORDS or (len(first) > 3 and first.endswith("ed")):
+        return None  # a clause, not a value ("is used when …")
+    if set(words(said)) <= set(words(question)) or said[:1] in "(":
+        return None
+    if _names_the_asked(said.split()[0].strip(",.;:()"), question):
+        return None  # "defaults to sys.getrecursionlimit()": where it is kept, not what
+    return said
 
 
 # "n (default 3)", "cutoff (default: 0.6)", "timeout (defaults to 10 seconds)": the value is
@@ -636,6 +668,10 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     # value itself, and a release note says "new in" for "added": they weigh only as a
     # tie-break.
     typed = set(parts.answer_type) | (ARRIVAL | {"version", "release"} if kind == "date" else set())
+    if asks_a_bound(question):
+        # "how many connections are allowed?": the bound is asked, in whatever words the
+        # entry writes it ("the maximum number of concurrent connections")
+        typed |= _BOUND_PHRASING
     counted = counted_noun(question) if kind == "number" else None
     q_terms = [t for t in dict.fromkeys(terms(question)) if t not in QUESTION_WORDS]
     need = [t for t in q_terms if t not in typed]

@@ -528,3 +528,46 @@ def test_a_quantity_is_read_with_its_unit_and_once_however_often_written() -> No
 )
 def test_defaults_are_compared_as_quantities(question: str, short: str | None) -> None:
     assert extractive_answer(question, [MEMORY]).short_answer == short
+
+
+# A reference page whose defaults are words, switches, names and lists.
+SERVER = ev(
+    "server-config",
+    "Server Configuration",
+    "log_level (enum)\n\n"
+    "Controls which message levels are written to the log. Valid values are DEBUG, INFO, "
+    "NOTICE, WARNING and ERROR. The default is WARNING.\n\n"
+    "sync_writes (boolean)\n\n"
+    "If this parameter is on, the server makes sure that updates reach the disk. "
+    "The default is on.\n\n"
+    "bind_address (string)\n\n"
+    "Specifies the address on which the server listens for clients. The default value is "
+    "localhost, which allows only local connections.\n\n"
+    "max_clients (integer)\n\n"
+    "Determines the maximum number of concurrent clients. The default is typically 100 "
+    "clients, but might be less if the kernel cannot support it.\n\n"
+    "lookup_path (string)\n\n"
+    'The order in which schemas are searched. The default value for this parameter is "$user", '
+    "public.\n\n"
+    "source_limit (string)\n\n"
+    "How many sources are read. It defaults to sys.getsourcelimit().",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "short"),
+    [
+        ("what is the default log_level?", "WARNING"),
+        ("which message level is written to the log by default?", "WARNING"),
+        ("default for sync_writes", "on"),
+        ("what address does the server listen on by default?", "localhost"),
+        ("how many clients are allowed by default?", "100"),
+        ("default lookup_path", '"$user", public'),
+        ("is sync_writes on by default?", "yes"),
+        ("is sync_writes disabled by default?", "no"),
+        # a code name made of the asked words says where the value is kept
+        ("what is the default source limit?", None),
+    ],
+)
+def test_a_default_written_as_a_word_a_switch_or_a_list(question: str, short: str | None) -> None:
+    assert extractive_answer(question, [SERVER]).short_answer == short
