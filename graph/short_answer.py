@@ -986,16 +986,27 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
             return tuple(v for v in s.values if counting(v, s.sentence, counted))
         return s.values
 
+    bound = asks_a_bound(question)
     rivals = {
         v
         for s in found[1:]
-        if s.bound >= best.bound - _CLOSE
+        # a default is no rival to a bound asked ("the default is five minutes" beside
+        # "the valid range is between 30 seconds and one day")
+        if not (bound and default_said(s.sentence, "") is not None)
+        and s.bound >= best.bound - _CLOSE
         and s.direct >= best.direct - _CLOSE
         and s.subject >= best.subject
         and len(values(s)) == 1
         for v in values(s)
     }
     own = values(best)
+    if len(own) == 2 and asks_a_bound(question) and (end := _range_end(question)) is not None:
+        # "The valid range is between 30 seconds and one day": the low end for the
+        # smallest allowed, the high end for the largest
+        between = re.search(
+            rf"\bbetween\s+{re.escape(own[0])}\b.*\band\s+{re.escape(own[1])}", best.sentence
+        )
+        own = (own[end],) if between else own
     if len(own) > 1:
         # "a population of 3,384,569 …, with annual growth rate of 3.8%": of several
         # values, the one right beside a word the question asks about, if only one is
@@ -1047,6 +1058,17 @@ def raised_answer(shape: QuestionShape, question: str, evidence: list[Evidence])
     return Found(next(iter(best)), [(found[0].index, found[0].sentence)])
 
 
+_LOW_END = frozenset("smallest lowest shortest fewest least minimum min".split())
+_HIGH_END = frozenset("largest highest longest biggest greatest most maximum max".split())
+
+
+def _range_end(question: str) -> int | None:
+    """0 when the question asks a range's low end, 1 its high end, None when neither."""
+    toks = set(words(question))
+    low, high = bool(toks & _LOW_END), bool(toks & _HIGH_END)
+    return None if low == high else (0 if low else 1)
+
+
 def _noted(value: str, sentence: str) -> bool:
     """Is the value a release note's ("New in version 3.11")? The note is its own cue."""
     return any(value in (m.group(1), m.group(2)) for m in VERSION_NOTE.finditer(sentence))
@@ -1068,7 +1090,9 @@ _NEXT_TO = 2
 _DEFAULT_CUES = frozenset({"default", "defaults", "otherwise", "unless"})
 
 
-_BOUND_CUES = frozenset(stem(w) for w in "most least maximum minimum max min than exceed".split())
+_BOUND_CUES = frozenset(
+    stem(w) for w in "most least maximum minimum max min than exceed range between".split()
+)
 
 
 def _beside_asked(value: str, sentence: str, question: str, within: int = _BESIDE) -> bool:

@@ -252,11 +252,14 @@ _BOUND_WORDS = re.compile(
     r"(?:size|value|number|length|count|amount|limit|width|height|depth)\b"
     # "how long can a comment be?", "how big may the buffer get?": what is allowed
     r"|\bhow\s+(?:long|big|large|many|much)\b(?:\s+\w+)?\s+(?:can|may|could)\b"
-    r"|\bhow\s+(?:many|much)\b.*\b(?:allowed|permitted)\b",
+    r"|\bhow\s+(?:many|much)\b.*\b(?:allowed|permitted)\b"
+    r"|\b(?:smallest|largest|biggest|longest|shortest|highest|lowest)\b.*"
+    r"\b(?:allowed|permitted|possible|accepted|supported)\b",
     re.IGNORECASE,
 )
 _BOUND_PHRASING = frozenset(
-    "allow allowed permit permitted maximum minimum max min limit most least".split()
+    """allow allowed permit permitted possible accepted supported maximum minimum max min limit
+    most least smallest largest biggest longest shortest highest lowest""".split()
 )
 # "how long can the comment be?" asks a length, not a time
 _HOW_LONG_A_THING_IS = re.compile(r"\bhow\s+long\s+(?:can|may|could|should|must)\b.*\bbe\b", re.I)

@@ -48,7 +48,8 @@ _MAX_TYPE_WORDS = 3
 
 COMPARATIVES = frozenset(
     """both same either neither compare compared older younger earlier later first more less
-    larger smaller bigger higher lower longer shorter greater fewer""".split()
+    larger smaller bigger higher lower longer shorter greater fewer largest smallest biggest
+    highest lowest longest shortest greatest fewest""".split()
 )
 _WH_TYPE = re.compile(
     r"^\s*(?:(?:in|for|from|at|on|to|by|with|of)\s+)?(?:which|what|how many|how much)\s+(.+)",

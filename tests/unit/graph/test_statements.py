@@ -549,6 +549,9 @@ SERVER = ev(
     "lookup_path (string)\n\n"
     'The order in which schemas are searched. The default value for this parameter is "$user", '
     "public.\n\n"
+    "idle_timeout (integer)\n\n"
+    "Time after which an idle client is dropped. The valid range is between 30 seconds and "
+    "one day. The default is five minutes (5min).\n\n"
     "source_limit (string)\n\n"
     "How many sources are read. It defaults to sys.getsourcelimit().",
 )
@@ -565,6 +568,10 @@ SERVER = ev(
         ("default lookup_path", '"$user", public'),
         ("is sync_writes on by default?", "yes"),
         ("is sync_writes disabled by default?", "no"),
+        # a range answers its low end and its high end; the default is no rival to them
+        ("what's the shortest idle_timeout allowed?", "30 seconds"),
+        ("what is the maximum idle_timeout?", "one day"),
+        ("what is the default idle_timeout?", "five minutes"),
         # a code name made of the asked words says where the value is kept
         ("what is the default source limit?", None),
     ],
