@@ -718,6 +718,10 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
                 continue  # says nothing the question does not
             bound = sum(weight[t] * reach.get(t, 0.0) for t in need) / total
             direct = sum(weight[t] for t in q_terms if t in own) / total
+            if not direct and not _RELEASE_NOTE.match(sent):
+                # shares no word with the question: bound by its context alone (a bare
+                # release note is judged by the entry it closes, above)
+                continue
             found.append((Statement(n, sent, bound, direct, vals, held), set(reach)))
     found.sort(key=lambda x: (-x[0].bound, -x[0].direct, -x[0].subject, x[0].index))
     # Paraphrase for the words the best candidates miss ("locked" ... "giving up").

@@ -18,7 +18,7 @@ from graph.statements import (
 )
 from graph.text import acronyms
 from retrieval.search_models import Locator
-from tools.evidence import Evidence
+from tools.evidence import Evidence, Provenance
 from tools.testing import evidence
 
 
@@ -578,3 +578,22 @@ SERVER = ev(
 )
 def test_a_default_written_as_a_word_a_switch_or_a_list(question: str, short: str | None) -> None:
     assert extractive_answer(question, [SERVER]).short_answer == short
+
+
+def test_a_sentence_sharing_no_word_with_the_question_states_nothing() -> None:
+    tokens = ev(
+        "tokens",
+        "tokens - Generate secure tokens",
+        "tokens.make([nbytes=None])\n\n"
+        "Return a random byte string. If nbytes is None or not supplied, a reasonable "
+        "default is used.",
+    )
+    # a page the search reached from the tokens page, about something else
+    parser = ev(
+        "parser", "parser - Parse arguments", "Action objects read one or more strings."
+    ).model_copy(
+        update={"provenance": [Provenance(round=2, tool="get_links", query="q", parent="tokens#0")]}
+    )
+    question = "how many bytes does tokens.make return by default?"
+    assert not statements(question, [tokens, parser])
+    assert not extractive_answer(question, [tokens, parser]).answerable
