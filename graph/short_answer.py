@@ -64,7 +64,7 @@ from graph.text import (
     words,
 )
 from tools.evidence import Evidence
-from tools.titles import base_title, has_words, identifiers, whole_word_spans
+from tools.titles import base_title, code_names, has_words, identifiers, whole_word_spans
 
 _MONTHS = {
     m: i
@@ -974,6 +974,10 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
     if kind == "literal" and (given := assigned(question, evidence)) is not None:
         return given
     found = superseded(statements(question, evidence), evidence)
+    if asks_a_bound(question) and code_names(question) and kind != "literal":
+        # "what is the maximum max_connections?" asks the setting's bound, which its
+        # default ("The default is typically 100 connections") is not
+        found = [st for st in found if default_said(st.sentence, "") is None]
     if not found:
         return None
     best = found[0]
@@ -1166,8 +1170,15 @@ def _named_value(
     found: dict[str, tuple[int, int, str]] = {}
     q_low = question.casefold()
     ranked = sorted(supports, key=lambda s: (-(s.direct + s.coverage), s.index))
-    for sup in ranked[:_MAX_SUPPORTS]:
-        toks = sup.sentence.split()
+    # a value sits in the kind's own paragraph: a support that runs on past a label line
+    # ("… support it.\n\ncheckpoint_timeout (integer)\n\nMaximum time …") is read a
+    # paragraph at a time
+    paragraphs = [
+        (sup, para.split())
+        for sup in ranked[:_MAX_SUPPORTS]
+        for para in re.split(r"\n\s*\n", sup.sentence)
+    ]
+    for sup, toks in paragraphs:
         for i, t in enumerate(toks):
             if stem(t.strip(",.;:()*").casefold()) != head:
                 continue
@@ -1212,7 +1223,9 @@ def wh_answer(
         # "X uses a clock. When was that clock added?": the scope read is not the hop's;
         # the note after the named subject is
         return _version_added(question, evidence, supports)
-    if version or (kind in {"number", "duration"} and value_kind(question) == kind):
+    # "what is the maximum max_connections?" asks a number whatever its wh-phrase says
+    bound = kind in {"entity", "value"} and asks_a_bound(question)
+    if version or bound or (kind in {"number", "duration"} and value_kind(question) == kind):
         # Sentences that write a value of the asked type (a release note, a number) in the
         # scope of the question's names decide, determined or not; a value a few words
         # after any of its words elsewhere ("glibc 2.27") is no better reading.

@@ -572,6 +572,8 @@ SERVER = ev(
         ("what's the shortest idle_timeout allowed?", "30 seconds"),
         ("what is the maximum idle_timeout?", "one day"),
         ("what is the default idle_timeout?", "five minutes"),
+        # a named setting's bound is not its default, nor the next entry's label
+        ("what is the maximum max_clients?", None),
         # a code name made of the asked words says where the value is kept
         ("what is the default source limit?", None),
     ],
