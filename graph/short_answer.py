@@ -1035,6 +1035,8 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
 _EXCEPTION_NAME = re.compile(
     r"(?<![\w.])(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit)\b"
 )
+# "raises the Empty exception": a class named as an exception
+_NAMED_EXCEPTION = re.compile(r"(?<![\w.])((?:[a-z_]\w*\.)*[A-Z]\w*)\s+exception\b")
 _RAISES = re.compile(r"\b(?:raise[sd]?|raising|thrown?)\b", re.IGNORECASE)
 _ASKS_AN_ERROR = frozenset({"error", "exception", "warning"})
 
@@ -1053,7 +1055,8 @@ def raised_answer(shape: QuestionShape, question: str, evidence: list[Evidence])
     def raised(st: Statement) -> set[str]:
         if not _RAISES.search(st.sentence):
             return set()
-        return {n for n in _EXCEPTION_NAME.findall(st.sentence) if n not in question}
+        said = _EXCEPTION_NAME.findall(st.sentence) + _NAMED_EXCEPTION.findall(st.sentence)
+        return {n for n in said if n not in question}
 
     best = raised(found[0])
     rivals = set().union(*(raised(st) for st in found[1:] if st.bound >= found[0].bound - _CLOSE))
@@ -1235,6 +1238,10 @@ def wh_answer(
         if version:
             # a page without paragraphs: the note after the subject's own name
             return _version_added(question, evidence, supports)
+    if value_kind(question) == "literal" and statements(question, evidence):
+        # a default stated in the asked entry's scope decides, determined or not: the
+        # neighbouring entry's words are not read for it
+        return stated_value(question, evidence)
     if kind == "entity" and shape.kind and _IDENTIFIER.search(question):
         # Technical questions (they name a setting, symbol or ticket) get technical values.
         named = _named_value(shape, question, evidence, supports)

@@ -399,7 +399,9 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         low = tok.casefold()
         closed = bool(i) and raw[i - 1].endswith((",", ";"))
         conditional = low in opens or (conditional and not closed)
-        if not tok or low in asked or conditional:
+        # a value marked as the default counts even inside a condition ("If exist_ok is
+        # False (the default)", "if timeout is None (the default), block …")
+        if not tok or low in asked or (conditional and not _marked_default(raw, i)):
             continue
         after = toks[i + 1].casefold() if i + 1 < len(toks) else ""
         named = designated(toks, i, question)
@@ -407,7 +409,10 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         numeric = bool(_NUM.match(tok)) or low in NUMBER_WORDS
         unit_in = bool(_NUM_WITH_UNIT.match(tok)) and (bounds or not bounded(toks, i))
         measured = not counted and (unit_in or stem(after) in _QUANTITY_UNITS)
-        marks = kind == "literal" or (kind in {"number", "duration"} and numeric)
+        # "timeout is None (the default)": no bound is a duration's and a number's value too
+        marks = kind == "literal" or (
+            kind in {"number", "duration"} and (numeric or low in _LITERALS)
+        )
         if marks and _marked_default(raw, i):
             # "A value of zero (the default) disables the timeout", "off (the default)":
             # the value the text itself marks as the default, in whatever form it is written
@@ -621,8 +626,14 @@ def labels_another(label: str, question: str) -> bool:
     words name a part of that code name ("level" of maxlevel), as "shared buffers" does
     shared_buffers."""
     m = _LABEL_CODE.match(label.strip())
-    if m is None or code_names(question):
+    if m is None:
         return False
+    named = [n.casefold() for n in code_names(question)]
+    if named:
+        # "queue.get" is not answered under "Lock.acquire(blocking=True, timeout=-1)"; a
+        # parameter is named in its function's signature ("dirs_exist_ok=False")
+        low, own = label.casefold(), m.group(1).casefold()
+        return not any(n in low or n.rsplit(".", 1)[-1] == own.rsplit(".", 1)[-1] for n in named)
     parts = {p for p in re.split(r"[._]", m.group(1).casefold()) if len(p) >= 3}
     asked = _expand(set(terms(question)))
     # a part written whole ("shared", "buffers") or inside a word ("mem" of "memory",

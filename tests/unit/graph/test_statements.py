@@ -599,3 +599,33 @@ def test_a_sentence_sharing_no_word_with_the_question_states_nothing() -> None:
     question = "how many bytes does tokens.make return by default?"
     assert not statements(question, [tokens, parser])
     assert not extractive_answer(question, [tokens, parser]).answerable
+
+
+# Two entries of an API page: each default and each timeout is its own entry's.
+QUEUES = ev(
+    "queues",
+    "queues - A synchronized queue class",
+    "queues.get(block=True, timeout=None)\n\n"
+    "Remove and return an item. If block is true and timeout is None (the default), block "
+    "if necessary until an item is available. If timeout is a positive number, it blocks "
+    "at most timeout seconds and raises the Empty exception if no item arrived.\n\n"
+    "Lock.acquire(blocking=True, timeout=-1)\n\n"
+    "Acquire a lock. When invoked with the floating-point timeout argument set to a "
+    "positive value, block for at most that many seconds.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "short"),
+    [
+        # a default marked inside a condition is still the default
+        ("how long does queues.get wait by default?", "None"),
+        # the neighbouring entry's words are not the asked entry's default
+        ("what is the default timeout of queues.get?", None),
+        ("what exception does queues.get raise when it times out?", "Empty"),
+    ],
+)
+def test_an_api_entry_is_read_in_its_own_scope(question: str, short: str | None) -> None:
+    answer = extractive_answer(question, [QUEUES])
+    assert answer.short_answer == short
+    assert "floating-point" not in answer.text
