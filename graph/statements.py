@@ -434,6 +434,8 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
                 out.append(tok.strip("`"))
             elif _CODE.match(tok) and not _names_the_asked(tok, question):
                 out.append(tok.strip("`"))
+    if kind in {"duration", "number"} and not out and (m := _NO_BOUND.search(sentence)):
+        out.append(m.group(0))  # "the socket module has no timeout", "blocks indefinitely"
     if kind == "literal" and not out and (said := default_said(sentence, question)):
         out.append(said)  # "The default is WARNING.", "The default value is localhost, which …"
     # "four megabytes (4MB)": one quantity written twice is one value
@@ -472,6 +474,13 @@ def default_said(sentence: str, question: str) -> str | None:
     if _names_the_asked(said.split()[0].strip(",.;:()"), question):
         return None  # "defaults to sys.getrecursionlimit()": where it is kept, not what
     return said
+
+
+# A measure written as its absence: "has no timeout", "there is no limit", "waits forever".
+_NO_BOUND = re.compile(
+    r"\bno\s+(?:time\s+)?(?:timeout|time-out|limit)\b|\b(?:indefinitely|forever)\b",
+    re.IGNORECASE,
+)
 
 
 # "n (default 3)", "cutoff (default: 0.6)", "timeout (defaults to 10 seconds)": the value is

@@ -629,3 +629,15 @@ def test_an_api_entry_is_read_in_its_own_scope(question: str, short: str | None)
     answer = extractive_answer(question, [QUEUES])
     assert answer.short_answer == short
     assert "floating-point" not in answer.text
+
+
+def test_a_measure_written_as_its_absence_answers_how_long() -> None:
+    page = ev(
+        "sockets",
+        "Sockets and Layers",
+        "By default the socket module has no timeout and can hang.",
+    )
+    answer = extractive_answer("how long does a socket wait by default?", [page])
+    assert answer.short_answer == "no timeout"
+    # a number of something else is no such answer
+    assert values_in("It keeps no record of the 3 retries.", "duration", "how long?") == ()
