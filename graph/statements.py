@@ -705,6 +705,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     contexts, linked = chain_context(evidence, question)
     found: list[tuple[Statement, set[str]]] = []
     carried = carried_labels(evidence)
+    names_code = bool(code_names(question))
     for n, e in enumerate(evidence, start=1):
         frame = set(terms(f"{e.title} {heading_of(e)}"))
         # Names the question holds may be met on the page a hop came from.
@@ -730,8 +731,8 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
                 vals = tuple(v for v in vals if not counts_another(v, sent, counted))
             if kind and not vals:
                 continue
-            if kind and labels_another(label, question):
-                continue  # another named thing's value
+            if (kind or names_code) and labels_another(label, question):
+                continue  # another named thing's entry
             if kind == "date" and not _notes_the_subject(sent, need, parts.keys, reach):
                 continue
             if not set(terms(sent)) - set(q_terms) and not vals:

@@ -37,7 +37,7 @@ from graph.text import (
     terms,
 )
 from tools.evidence import Evidence
-from tools.titles import base_title, has_words
+from tools.titles import base_title, code_names, has_words
 
 # Share of the question's constraints a supporting sentence's context must cover (plain
 # counts: weighting by rarity would make the paraphrased word - "lasted" for "Duration" -
@@ -121,6 +121,9 @@ def _verb_like(word: str) -> bool:
     return len(word) > 4 and word.endswith("ed")
 
 
+_USING_CODE = frozenset("call calling invoke invoked invoking pass passing passed".split())
+
+
 def question_parts(question: str) -> QuestionParts:
     q_terms = [t for t in terms(question) if t not in {"what", "which", "who", "whom", "whose"}]
     kind = set(answer_type(question))
@@ -131,6 +134,10 @@ def question_parts(question: str) -> QuestionParts:
     pair = options_terms(shared_subjects(question))
     keys += [t for t in pair if t not in keys]
     asking = SHARED_CUES if pair else frozenset()
+    if code_names(question):
+        # "if I call str.index …", "if I don't pass nbytes": how one uses code, not words
+        # its documentation writes
+        asking = asking | _USING_CODE
     constraints = [
         t
         for t in q_terms

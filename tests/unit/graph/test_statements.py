@@ -641,3 +641,25 @@ def test_a_measure_written_as_its_absence_answers_how_long() -> None:
     assert answer.short_answer == "no timeout"
     # a number of something else is no such answer
     assert values_in("It keeps no record of the 3 retries.", "duration", "how long?") == ()
+
+
+STRINGS = ev(
+    "strings",
+    "Built-in Types",
+    "str.find(sub[, start[, end]])\n\n"
+    "Return the lowest index where substring sub is found. Return -1 if sub is not found.\n\n"
+    "str.index(sub[, start[, end]])\n\n"
+    "Like find(), but raise ValueError when the substring is not found.",
+)
+
+
+def test_a_question_naming_code_is_answered_from_that_codes_entry() -> None:
+    # "call" is how one uses code, not a word its entry writes: no refusal over it
+    index = extractive_answer(
+        "what happens if i call str.index with a missing substring?", [STRINGS]
+    )
+    assert index.short_answer == "ValueError"
+    # str.find's question is not answered with str.index's sentence that mentions find()
+    found = extractive_answer("what does str.find return if the substring isn't there?", [STRINGS])
+    assert found.answerable
+    assert "ValueError" not in found.text
