@@ -453,7 +453,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
 # "The default is WARNING.", "The default value for this parameter is "$user", public.",
 # "It defaults to on": what a sentence says the default is, up to the clause's end.
 _DEFAULT_IS = re.compile(
-    r"\b(?:(?:the\s+)?default(?:\s+value)?(?:\s+(?:for|of)\s+(?:this|the)\s+\w+)?\s+is"
+    r"\b(?:(?:the\s+)?default(?:\s+[\w-]+){0,4}?\s+is"
     r"|defaults\s+to)\s+(?:typically\s+|usually\s+|normally\s+)?"
     r"(.+?)\s*(?:[;.]\s|[;.]?$|,\s*(?:which|but|so|meaning|unless|if|and\s+(?:can|may|is))\b)",
     re.IGNORECASE,
@@ -469,6 +469,8 @@ def default_said(sentence: str, question: str) -> str | None:
     first = said.split()[0].casefold() if said else ""
     if len(said.split()) > _SAID_MAX_WORDS or (len(first) > 3 and first.endswith("ed")):
         return None  # a clause, not a value ("is used when …")
+    if first in {"to", "that", "not", "set", "used", "determined"}:
+        return None  # "the default behaviour is to …", "the default is not …"
     if set(words(said)) <= set(words(question)) or said[:1] in "(":
         return None
     if _names_the_asked(said.split()[0].strip(",.;:()"), question):
@@ -552,6 +554,29 @@ def scoped(text: str, label: str = "") -> list[tuple[str, str, list[str]]]:
         scope = blocks[start : i + 1][::-1]
         out.extend((s, label, scope) for s in _statements_of(block))
     return out
+
+
+# Operating systems a question may restrict a value to ("on linux", "on macOS"), each with
+# the names documentation writes it under.
+_PLATFORMS = {
+    "linux": {"linux"},
+    "windows": {"window"},
+    "macos": {"maco", "mac", "darwin", "osx"},
+    "mac": {"maco", "mac", "darwin", "osx"},
+    "unix": {"unix", "posix"},
+    "freebsd": {"freebsd", "bsd"},
+    "android": {"android"},
+    "ios": {"ios"},
+}
+_ON_PLATFORM = re.compile(rf"\bon\s+({'|'.join(_PLATFORMS)})\b", re.IGNORECASE)
+
+
+def asked_platform(question: str) -> set[str]:
+    """The terms of the platform a question restricts its value to ("on linux" ->
+    {"linux"}), empty when it names none: a value stated for no platform in particular
+    does not answer "how much stack does a new thread get on linux?"."""
+    m = _ON_PLATFORM.search(question)
+    return set(_PLATFORMS[m.group(1).casefold()]) if m else set()
 
 
 def carried_labels(evidence: list[Evidence]) -> list[str]:
@@ -706,6 +731,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     found: list[tuple[Statement, set[str]]] = []
     carried = carried_labels(evidence)
     names_code = bool(code_names(question))
+    platform = asked_platform(question)
     for n, e in enumerate(evidence, start=1):
         frame = set(terms(f"{e.title} {heading_of(e)}"))
         # Names the question holds may be met on the page a hop came from.
@@ -733,6 +759,8 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
                 continue
             if (kind or names_code) and labels_another(label, question):
                 continue  # another named thing's entry
+            if kind and platform and not platform & reach.keys():
+                continue  # "on linux" asked, and nothing in its scope says which platform
             if kind == "date" and not _notes_the_subject(sent, need, parts.keys, reach):
                 continue
             if not set(terms(sent)) - set(q_terms) and not vals:

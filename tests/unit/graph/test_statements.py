@@ -7,6 +7,7 @@ import pytest
 from graph.claims import check_answer
 from graph.extractive import extractive_answer
 from graph.statements import (
+    asked_platform,
     assigned_value,
     carried_labels,
     quantity,
@@ -663,3 +664,20 @@ def test_a_question_naming_code_is_answered_from_that_codes_entry() -> None:
     found = extractive_answer("what does str.find return if the substring isn't there?", [STRINGS])
     assert found.answerable
     assert "ValueError" not in found.text
+
+
+def test_a_value_asked_for_one_platform_is_read_only_where_that_platform_is_named() -> None:
+    page = ev(
+        "threads",
+        "threads - Thread-based parallelism",
+        "threads.stack_size([size])\n\n"
+        "Return the thread stack size used when creating new threads. If size is not "
+        "specified, 0 is used.\n\n"
+        "threads.start_method\n\n"
+        "The default start method is fork. On macOS the default start method is spawn.",
+    )
+    assert asked_platform("how much stack does a new thread get by default on linux?") == {"linux"}
+    unasked = extractive_answer("how much stack does a new thread get by default on linux?", [page])
+    assert not unasked.answerable
+    mac = extractive_answer("what start method do threads use by default on macos?", [page])
+    assert mac.short_answer == "spawn"
