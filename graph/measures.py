@@ -1,6 +1,7 @@
 """Magnitudes a page writes about its own subject, in one unit per dimension, so that two
-pages can be compared: a length ("a 650 ft skyscraper", "8,035 m above sea level") and a
-time span ("lasted 45 minutes", "from 19 September to 16 December 1944").
+pages can be compared: a length ("a 650 ft skyscraper", "8,035 m above sea level"), a
+time span ("lasted 45 minutes", "from 19 September to 16 December 1944") and a setting's
+quantity ("four megabytes (4MB)", "200ms").
 
 Only what the text writes with a unit is read: a bare number is a count, not a size.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
-from graph.text import NUMBER_WORDS, sentences
+from graph.text import NUMBER_WORDS, sentences, stem
 
 _LENGTH_UNITS = {
     "mm": 0.001,
@@ -39,6 +40,41 @@ _TIME_UNITS = {
     "year": 365.25 * 86400.0,
     "decade": 3652.5 * 86400.0,
 }
+# What one of each unit is in bytes or seconds (kB as the binary kilobyte, as settings use
+# it), by the stem a setting's value writes it with: "4MB", "four megabytes", "200ms".
+_UNIT_SIZE = {
+    **dict.fromkeys(["b", "byte"], 1.0),
+    **dict.fromkeys(["kb", "kib", "kilobyte"], 1024.0),
+    **dict.fromkeys(["mb", "mib", "megabyte"], 1024.0**2),
+    **dict.fromkeys(["gb", "gib", "gigabyte"], 1024.0**3),
+    **dict.fromkeys(["tb", "tib", "terabyte"], 1024.0**4),
+    **dict.fromkeys(["ms", "millisecond"], 0.001),
+    **dict.fromkeys(["s", "sec", "second"], _TIME_UNITS["second"]),
+    **dict.fromkeys(["min", "minute"], _TIME_UNITS["minute"]),
+    **dict.fromkeys(["h", "hour"], _TIME_UNITS["hour"]),
+    **dict.fromkeys(["d", "day"], _TIME_UNITS["day"]),
+    "week": _TIME_UNITS["week"],
+}
+_QUANTITY = re.compile(r"^([\d,]*\.?\d+)\s*([A-Za-z%]*)$")
+
+
+def quantity(value: str) -> float | None:
+    """A quantity in bytes or seconds: "4MB", "four megabytes", "64 kB", "200ms"."""
+    head, _, unit = value.strip().partition(" ")
+    if head.casefold() in NUMBER_WORDS:
+        number = str(NUMBER_WORDS[head.casefold()])
+    else:
+        m = _QUANTITY.match(value.strip().replace(" ", ""))
+        if m is None:
+            return None
+        number, unit = m.group(1), m.group(2)
+    size = _UNIT_SIZE.get(stem(unit.casefold())) if unit else None
+    try:
+        return float(number.replace(",", "")) * size if size else None
+    except ValueError:
+        return None
+
+
 _NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
 _LENGTH = re.compile(
     _NUMBER + r"[\s-]?(mm|cm|m|metres?|meters?|km|kilomet(?:re|er)s?|ft|foot|feet|yd|yards?"

@@ -22,7 +22,7 @@ from graph.agent_answer import agent_answer
 from graph.class_answer import DEFINING, LISTED, class_answer
 from graph.fields import named_answer
 from graph.lexicon import related
-from graph.measures import group_size, length_m, per_year, span_s
+from graph.measures import group_size, length_m, per_year, quantity, span_s
 from graph.question import (
     EVENTS,
     QuestionShape,
@@ -44,7 +44,6 @@ from graph.statements import (
     counting,
     default_said,
     designated,
-    quantity,
     row_text,
     statements,
     superseded,

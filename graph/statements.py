@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Protocol, TypeVar
 
 from graph.lexicon import prefetch, related
+from graph.measures import quantity
 from graph.question import QuestionShape, analyse, ask_of
 from graph.support import chain_context, heading_of, question_parts
 from graph.text import (
@@ -65,38 +66,6 @@ _SIZE_UNITS = frozenset(
 )
 _QUANTITY_UNITS = _SIZE_UNITS | _TIME_UNITS
 _NUM_WITH_UNIT = re.compile(r"^\d[\d,]*(?:\.\d+)?(?:[kKMGT]i?B|B|ms|s|min|h|d)$")
-_QUANTITY = re.compile(r"^([\d,]*\.?\d+)\s*([A-Za-z%]*)$")
-# What one of each unit is in bytes or seconds (kB as the binary kilobyte, as settings use it).
-_UNIT_SIZE = {
-    **dict.fromkeys(["b", "byte"], 1.0),
-    **dict.fromkeys(["kb", "kib", "kilobyte"], 1024.0),
-    **dict.fromkeys(["mb", "mib", "megabyte"], 1024.0**2),
-    **dict.fromkeys(["gb", "gib", "gigabyte"], 1024.0**3),
-    **dict.fromkeys(["tb", "tib", "terabyte"], 1024.0**4),
-    **dict.fromkeys(["ms", "millisecond"], 0.001),
-    **dict.fromkeys(["s", "sec", "second"], 1.0),
-    **dict.fromkeys(["min", "minute"], 60.0),
-    **dict.fromkeys(["h", "hour"], 3600.0),
-    **dict.fromkeys(["d", "day"], 86400.0),
-    "week": 604800.0,
-}
-
-
-def quantity(value: str) -> float | None:
-    """A quantity in bytes or seconds: "4MB", "four megabytes", "64 kB", "200ms"."""
-    head, _, unit = value.strip().partition(" ")
-    if head.casefold() in NUMBER_WORDS:
-        number = str(NUMBER_WORDS[head.casefold()])
-    else:
-        m = _QUANTITY.match(value.strip().replace(" ", ""))
-        if m is None:
-            return None
-        number, unit = m.group(1), m.group(2)
-    size = _UNIT_SIZE.get(stem(unit.casefold())) if unit else None
-    try:
-        return float(number.replace(",", "")) * size if size else None
-    except ValueError:
-        return None
 
 
 _NUM = re.compile(r"^[-+$€£]?\d[\d,]*(?:\.\d+)?%?$")

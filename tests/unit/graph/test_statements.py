@@ -6,11 +6,11 @@ import pytest
 
 from graph.claims import check_answer
 from graph.extractive import extractive_answer
+from graph.measures import quantity
 from graph.statements import (
     asked_platform,
     assigned_value,
     carried_labels,
-    quantity,
     scoped,
     statements,
     table_value,
