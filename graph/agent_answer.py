@@ -83,12 +83,20 @@ def agent_answer(
             reached_from = contexts[n - 1] - own[e.doc_id]
             held = set(terms(sent)) | set(terms(base_title(e.title))) | reached_from
             scored.append((sum(t in held for t in other), name, n, sent))
+    return best_bound(scored, len(other))
+
+
+def best_bound(
+    scored: list[tuple[int, str, int, str]], other: int
+) -> tuple[str, list[tuple[int, str]]] | None:
+    """Of (terms bound, name, evidence n, sentence) readings, the name bound best when it
+    binds at least half of the question's ``other`` terms and no other name binds as many."""
     if not scored:
         return None
-    scored.sort(key=lambda x: -x[0])
+    scored = sorted(scored, key=lambda x: -x[0])
     best = scored[0]
-    if best[0] < _MIN_BINDING * len(other):
+    if best[0] < _MIN_BINDING * other:
         return None
     if any(s[0] == best[0] and s[1] != best[1] for s in scored[1:]):
-        return None  # two makers bound as well
+        return None  # two names bound as well
     return best[1], [(best[2], best[3])]

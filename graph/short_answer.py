@@ -31,6 +31,7 @@ from graph.question import (
     options_terms,
     paired_names,
 )
+from graph.relation_answer import relation_answer
 from graph.statements import (
     ARRIVAL,
     VERSION_NOTE,
@@ -40,11 +41,14 @@ from graph.statements import (
     asks_when,
     assigned_value,
     bounded,
+    carried_labels,
     counted_noun,
     counting,
     default_said,
     designated,
+    entry_code,
     row_text,
+    scoped,
     statements,
     superseded,
     table_value,
@@ -459,11 +463,36 @@ def _release_of(option: str, evidence: list[Evidence]) -> tuple[tuple[int, ...],
     """(release as numbers, evidence n, the note) of the note that follows the option's
     own name ("TaskGroup ... Added in version 3.11")."""
     names = [option, option.rsplit(".", 1)[-1]] if "." in option else [option]
+    labels = carried_labels(evidence)
     for n, e in enumerate(evidence, start=1):
         note = _note_after(names, e.text)
-        if note is not None:
-            return tuple(int(x) for x in note.split(".")), n, _sentence_with(e.text, note)
+        if note is None:
+            continue
+        sentence = _sentence_with(e.text, note)
+        label = next(
+            (
+                lb
+                for sent, lb, _ in scoped(e.text, labels[n - 1])
+                if any((m.group(1) or m.group(2)) == note for m in VERSION_NOTE.finditer(sent))
+            ),
+            "",
+        )
+        # under "importlib.resources.files(...)" a note dates that member, and outside any
+        # entry the page's own module ("importlib.resources.abc — ..."), not the module
+        # importlib.resources
+        if _another_entry(entry_code(label) or entry_code(e.title), option):
+            continue
+        return tuple(int(x) for x in note.split(".")), n, sentence
     return None
+
+
+def _another_entry(code: str | None, option: str) -> bool:
+    """Is ``code`` (an entry's code name) another thing than ``option``? The same name,
+    or the same last part ("TaskGroup" for "asyncio.TaskGroup"), is the option's own."""
+    if code is None:
+        return False
+    a, b = code.casefold(), option.casefold()
+    return a != b and a.rsplit(".", 1)[-1] != b.rsplit(".", 1)[-1]
 
 
 # Share of the question's other words an option's own page must hold to carry the asked
@@ -1152,9 +1181,13 @@ def _note_after(names: list[str], text: str, anywhere: bool = False) -> str | No
     notes = [(m.start(), m.group(1) or m.group(2)) for m in VERSION_NOTE.finditer(text)]
     if not notes:
         return None
-    low = text.casefold()
-    found = [low.find(x.casefold()) for x in sorted(names, key=len, reverse=True)]
-    spot = next((p for p in found if p >= 0), None)
+    # the name itself, not a longer name it begins ("importlib.resources" of
+    # "importlib.resources.abc")
+    found = [
+        re.search(rf"(?<!\w){re.escape(x)}(?!\w|\.\w)", text, re.IGNORECASE)
+        for x in sorted(names, key=len, reverse=True)
+    ]
+    spot = next((m.start() for m in found if m), None)
     if spot is None:
         return notes[0][1] if anywhere else None
     after = [v for pos, v in notes if pos >= spot]
@@ -1260,6 +1293,11 @@ def wh_answer(
         raised = raised_answer(shape, question, evidence)
         if raised is not None:
             return raised
+    if kind in {"person", "entity", "place"}:
+        # the holder of a relation the question names: "Its county seat is Newport."
+        held = relation_answer(question, evidence)
+        if held is not None:
+            return Found(*held)
     # A person's name next to another relation word in running text is too often another
     # person of the same passage (a co-star, a predecessor): not read off without a reader.
     if kind not in {"date", "number", "duration", "place", "value"}:

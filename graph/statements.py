@@ -362,7 +362,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     # Inside a condition ("unless the QUOTE_NONNUMERIC option is given", "if max_workers
     # is 0 or less, ..."), up to its comma: what must hold, not what the sentence states.
     # A default may be written in an "if" clause ("If exist_ok is False (the default)").
-    opens = _CONDITION if kind in {"number", "duration"} else {"unless"}
+    opens = _CONDITION
     conditional = False
     for i, tok in enumerate(toks):
         low = tok.casefold()
@@ -620,6 +620,14 @@ def _notes_the_subject(
 # The code name a reference label opens with: "Repr.maxlevel", "class asyncio.TaskGroup",
 # "shutil.copytree(src, dst, ...)".
 _LABEL_CODE = re.compile(r"^(?:[a-z]+\s+)?([A-Za-z_]\w*(?:\.\w+)+|[a-z]+_\w+)")
+
+
+def entry_code(label: str) -> str | None:
+    """The code name an entry's label documents: "class asyncio.TaskGroup" ->
+    "asyncio.TaskGroup", "importlib.resources.files(package)" -> "importlib.resources.files";
+    None for a label that is no code entry ("Using importlib.metadata")."""
+    m = _LABEL_CODE.match(label.strip())
+    return m.group(1) if m else None
 
 
 def labels_another(label: str, question: str) -> bool:

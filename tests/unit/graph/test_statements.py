@@ -621,8 +621,9 @@ QUEUES = ev(
     [
         # a default marked inside a condition is still the default
         ("how long does queues.get wait by default?", "None"),
-        # the neighbouring entry's words are not the asked entry's default
-        ("what is the default timeout of queues.get?", None),
+        # the neighbouring entry's words ("-1") are not the asked entry's default, nor is
+        # what the condition tests ("block is true")
+        ("what is the default timeout of queues.get?", "None"),
         ("what exception does queues.get raise when it times out?", "Empty"),
     ],
 )
@@ -681,3 +682,45 @@ def test_a_value_asked_for_one_platform_is_read_only_where_that_platform_is_name
     assert not unasked.answerable
     mac = extractive_answer("what start method do threads use by default on macos?", [page])
     assert mac.short_answer == "spawn"
+
+
+def test_what_an_if_clause_tests_is_no_default() -> None:
+    # "0" is what the condition tests; the default this sentence speaks of is the OS's
+    sentence = (
+        "If omitted (or if host or port are '' and/or 0 respectively) the OS default "
+        "behavior will be used."
+    )
+    assert values_in(sentence, "literal", "smtplib SMTP_SSL default port") == ()
+    # after the condition's comma, the value is what the sentence states
+    stated = "If port is zero, the standard port 465 is used."
+    assert values_in(stated, "literal", "smtplib SMTP_SSL default port") == ("465",)
+
+
+def test_a_members_release_note_does_not_date_its_module() -> None:
+    older = ev(
+        "meta",
+        "Using importlib.metadata",
+        "Using importlib.metadata\n\nNew in version 3.8.\n\nimportlib.metadata is a library.",
+    )
+    # the module's own note is not in the evidence: only its members' and a submodule's
+    member = ev(
+        "res",
+        "importlib.resources – Resources",
+        "Loaders that wish to support importlib.resources should implement it.\n\n"
+        "importlib.resources.files(package)\n\nReturns a Traversable object.\n\n"
+        "New in version 3.9.",
+    )
+    submodule = ev(
+        "abc",
+        "importlib.resources.abc – Abstract base classes for resources",
+        "importlib.resources.abc – Abstract base classes for resources\n\nNew in version 3.11.",
+    )
+    asked = "which one landed in the stdlib first, importlib.metadata or importlib.resources?"
+    assert extractive_answer(asked, [older, member, submodule]).short_answer is None
+    module = ev(
+        "res0",
+        "importlib.resources – Resources",
+        "importlib.resources – Resources\n\nNew in version 3.7.\n\nThis module leverages imports.",
+    )
+    found = extractive_answer(asked, [older, module, member, submodule])
+    assert found.short_answer == "importlib.resources"
