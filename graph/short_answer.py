@@ -42,6 +42,7 @@ from graph.statements import (
     assigned_value,
     bounded,
     carried_labels,
+    change_of,
     counted_noun,
     counting,
     default_said,
@@ -1054,6 +1055,8 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         not _noted(value, best.sentence)
         and not _beside_asked(value, best.sentence, question)
         and default_said(best.sentence, question) != value
+        # a side of a change the sentence states ("changed to PAX_FORMAT from GNU_FORMAT")
+        and not any(value.casefold() in side.casefold() for side in change_of(best.sentence) or ())
     ):
         return None  # the value stands apart from every word the question asks about
     return Found(value, [(best.index, best.sentence)])

@@ -182,6 +182,59 @@ def asks_when(question: str) -> bool:
     return "when" in words(ask_of(question))[:2]
 
 
+# "before 3.9", "prior to python 3.8", "used to", "previously": the value a change replaced
+_BEFORE = re.compile(
+    r"\b(?:before|prior\s+to|until|pre-?)\s*(?:python\s+|version\s+|v)?\d+(?:\.\d+)*\b"
+    r"|\b(?:used\s+to|previously|originally|formerly|old(?:er)?\s+(?:default|versions?|releases?))\b",
+    re.IGNORECASE,
+)
+# "from 10 to sys.getrecursionlimit()", "changed to PAX_FORMAT from GNU_FORMAT"
+_FROM_TO = re.compile(r"\bfrom\s+(\S+(?:\s+\w+)?)\s+to\s+(\S+)", re.IGNORECASE)
+_CHANGE_VERB = re.compile(
+    r"\b(?:chang|rais|lower|increas|decreas|reduc|bump|switch|mov|upgrad|downgrad|grew|dropp)\w*",
+    re.IGNORECASE,
+)
+_TO_FROM = re.compile(r"\bto\s+(\S+(?:\s+\w+)?)\s+from\s+(\S+)", re.IGNORECASE)
+
+
+def asks_before(question: str) -> bool:
+    """Does the question ask the value a change replaced ("before 3.9", "used to")?"""
+    return bool(_BEFORE.search(question))
+
+
+def change_of(sentence: str) -> tuple[str, str] | None:
+    """(old, new) of a sentence that writes a change: "raised from A to B", "changed to B
+    from A" (a range, "from 1 to 10", is no change)."""
+    if not _CHANGE_VERB.search(sentence):
+        return None
+    if m := _FROM_TO.search(sentence):
+        return m.group(1), m.group(2)
+    if m := _TO_FROM.search(sentence):
+        return m.group(2), m.group(1)
+    return None
+
+
+def _tells_before(sentence: str) -> bool:
+    return bool(_FROM_TO.search(sentence) or _TO_FROM.search(sentence) or _BEFORE.search(sentence))
+
+
+def _changed(values: list[str], sentence: str, question: str) -> list[str]:
+    """A sentence that writes a change ("raised from 10 to sys.getrecursionlimit()",
+    "changed to PAX_FORMAT from GNU_FORMAT") states two values: the old one answers a
+    question asking what was before, the new one any other; a value on neither side is
+    not what the change states."""
+    change = change_of(sentence)
+    if change is None:
+        return values
+    side = change[0 if asks_before(question) else 1].casefold()
+    # "60 seconds" is the side "60"; "sys.getrecursionlimit" the side "sys.getrecursionlimit()."
+    return [v for v in values if v.casefold() in side or _lead(side) == _lead(v.casefold())]
+
+
+def _lead(text: str) -> str:
+    return (text.split() or [""])[0].strip(",.;:()[]\"'“”`")
+
+
 def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
     """The type of value the question asks for, if it asks for one: "version" (when a
     thing arrived), "date", "number", "duration" or "literal" (a setting's default)."""
@@ -356,6 +409,10 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             for name, v in owned
             if {stem(p) for p in re.split(r"[._]", name.casefold()) if p} <= q_words
         )
+    if kind != "date" and asks_before(question) and not _tells_before(sentence):
+        # "before 3.8, what format …" is not answered by what is so now ("This is
+        # currently PAX_FORMAT."): only by a change or what a sentence says was before
+        return ()
     raw = sentence.split()
     toks = [t.strip(",.;:()[]\"'“”") for t in raw]
     counted = counted_noun(question)  # "how many bytes": the number alone
@@ -410,7 +467,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     # "four megabytes (4MB)": one quantity written twice is one value
     seen: set[float] = set()
     kept: list[str] = []
-    for v in dict.fromkeys(out):
+    for v in _changed(list(dict.fromkeys(out)), sentence, question):
         q = quantity(v)
         if q is None or q not in seen:
             kept.append(v)

@@ -9,8 +9,10 @@ from graph.extractive import extractive_answer
 from graph.measures import quantity
 from graph.statements import (
     asked_platform,
+    asks_before,
     assigned_value,
     carried_labels,
+    change_of,
     scoped,
     statements,
     table_value,
@@ -724,3 +726,37 @@ def test_a_members_release_note_does_not_date_its_module() -> None:
     )
     found = extractive_answer(asked, [older, module, member, submodule])
     assert found.short_answer == "importlib.resources"
+
+
+def test_a_change_states_the_old_value_for_before_and_the_new_one_otherwise() -> None:
+    assert asks_before("before 3.8, what format did tarfile use by default?")
+    assert asks_before("what did the default timeout used to be?")
+    assert not asks_before("what format does tarfile use by default?")
+    changed = "The default format for new archives was changed to PAX_FORMAT from GNU_FORMAT."
+    assert change_of(changed) == ("GNU_FORMAT.", "PAX_FORMAT")
+    before = "before 3.8, what format did tarfile use by default for new archives?"
+    assert values_in(changed, "literal", before) == ("GNU_FORMAT",)
+    assert values_in(changed, "literal", "what is tarfile's default format?") == ("PAX_FORMAT",)
+    raised = "Changed in version 3.9: the default timeout was raised from 30 seconds to 1 minute."
+    assert values_in(raised, "duration", "what was the default timeout before 3.9?") == (
+        "30 seconds",
+    )
+    assert values_in(raised, "duration", "what is the default timeout?") == ("1 minute",)
+    # a range is no change: both ends stay
+    assert change_of("The valid range is from 30 seconds to one day.") is None
+    # what is so now does not answer what was before
+    assert values_in("This is currently PAX_FORMAT.", "literal", before) == ()
+
+
+def test_a_question_asking_the_old_default_is_answered_by_the_change() -> None:
+    page = ev(
+        "tar",
+        "tarfile - Read and write tar archive files",
+        "tarfile.DEFAULT_FORMAT\n\nThe default format for creating archives. This is "
+        "currently PAX_FORMAT.\n\nChanged in version 3.8: The default format for new "
+        "archives was changed to PAX_FORMAT from GNU_FORMAT.",
+    )
+    asked = "before 3.8, what format did tarfile use by default when creating new archives?"
+    assert extractive_answer(asked, [page]).short_answer == "GNU_FORMAT"
+    now = "what format does tarfile use by default for new archives?"
+    assert extractive_answer(now, [page]).short_answer == "PAX_FORMAT"
