@@ -676,6 +676,8 @@ def _notes_the_subject(
 
 # The code name a reference label opens with: "Repr.maxlevel", "class asyncio.TaskGroup",
 # "shutil.copytree(src, dst, ...)".
+# a name with one of these endings names a file, not code: "robots.txt", "setup.cfg"
+_FILE_SUFFIXES = frozenset("txt cfg ini toml json yaml yml md rst html xml csv log conf py".split())
 _LABEL_CODE = re.compile(r"^(?:[a-z]+\s+)?([A-Za-z_]\w*(?:\.\w+)+|[a-z]+_\w+)")
 
 
@@ -697,18 +699,21 @@ def labels_another(label: str, question: str) -> bool:
     if m is None:
         return False
     named = [n.casefold() for n in code_names(question)]
-    if named:
-        # "queue.get" is not answered under "Lock.acquire(blocking=True, timeout=-1)"; a
-        # parameter is named in its function's signature ("dirs_exist_ok=False")
-        low, own = label.casefold(), m.group(1).casefold()
-        return not any(n in low or n.rsplit(".", 1)[-1] == own.rsplit(".", 1)[-1] for n in named)
-    parts = {p for p in re.split(r"[._]", m.group(1).casefold()) if len(p) >= 3}
+    low, own = label.casefold(), m.group(1).casefold()
+    # "queue.get" is not answered under "Lock.acquire(blocking=True, timeout=-1)"; a
+    # parameter is named in its function's signature ("dirs_exist_ok=False")
+    if any(n in low or n.rsplit(".", 1)[-1] == own.rsplit(".", 1)[-1] for n in named):
+        return False
+    parts = {p for p in re.split(r"[._]", own) if len(p) >= 3}
     asked = _expand(set(terms(question)))
-    # a part written whole ("shared", "buffers") or inside a word ("mem" of "memory",
-    # "level" of "maxlevel")
-    return not any(
+    # The question's words describe the entry: a part written whole ("shared", "buffers")
+    # or inside a word ("mem" of "memory", "level" of "maxlevel", "site" of "Sitemap"). A
+    # question naming other code ("robots.txt") may still describe the entry so; one that
+    # names its entry's code ("queue.get") is not answered under another's.
+    described = any(
         stem(p) in asked or any(a in p or p in a for a in asked if len(a) >= 4) for p in parts
     )
+    return not described or any("." in n and n.split(".")[-1] not in _FILE_SUFFIXES for n in named)
 
 
 def expand_terms(text: str) -> set[str]:

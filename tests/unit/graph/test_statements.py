@@ -8,6 +8,7 @@ from graph.claims import check_answer
 from graph.extractive import extractive_answer
 from graph.measures import quantity
 from graph.statements import (
+    labels_another,
     asked_platform,
     asks_before,
     assigned_value,
@@ -760,3 +761,20 @@ def test_a_question_asking_the_old_default_is_answered_by_the_change() -> None:
     assert extractive_answer(asked, [page]).short_answer == "GNU_FORMAT"
     now = "what format does tarfile use by default for new archives?"
     assert extractive_answer(now, [page]).short_answer == "PAX_FORMAT"
+
+
+def test_an_entry_the_question_describes_is_its_own_though_it_names_a_file() -> None:
+    asked = "since which python version can urllib's robots.txt parser return the Sitemap entries?"
+    # "Sitemap" describes site_maps(); robots.txt is a file, not the entry's code
+    assert not labels_another("site_maps()", asked)
+    assert labels_another("request_rate(useragent)", asked)
+    # a question naming its entry's code is not answered under another's
+    assert labels_another("Lock.acquire(blocking=True, timeout=-1)", "queue.get lock timeout")
+    page = ev(
+        "robots",
+        "urllib.robotparser - Parser for robots.txt",
+        "request_rate(useragent)\n\nReturns the Request-rate parameter from robots.txt.\n\n"
+        "New in version 3.6.\n\nsite_maps()\n\nReturns the contents of the Sitemap "
+        "parameter from robots.txt in the form of a list().\n\nNew in version 3.8.",
+    )
+    assert extractive_answer(asked, [page]).short_answer == "3.8"
