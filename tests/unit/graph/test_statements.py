@@ -8,12 +8,12 @@ from graph.claims import check_answer
 from graph.extractive import extractive_answer
 from graph.measures import quantity
 from graph.statements import (
-    labels_another,
     asked_platform,
     asks_before,
     assigned_value,
     carried_labels,
     change_of,
+    labels_another,
     scoped,
     statements,
     table_value,
