@@ -121,7 +121,8 @@ def _terms(text: str) -> tuple[str, ...]:
     for w in _words(text):
         if w in STOPWORDS or (len(w) < 2 and not w.isdigit()) or _contracted(w):
             continue
-        out[stem(w)] = None
+        # "set to zero" says what "timeout=0" does: a small number is one term however written
+        out[_DIGITS.get(w) or stem(w)] = None
     return tuple(out)
 
 
@@ -129,6 +130,9 @@ def _terms(text: str) -> tuple[str, ...]:
 _NEGATED = frozenset(
     "don doesn didn isn aren wasn weren won wouldn shouldn couldn can hasn haven hadn".split()
 )
+
+
+_DIGITS = {w: str(n) for w, n in NUMBER_WORDS.items() if n <= 12}
 
 
 def _contracted(word: str) -> bool:

@@ -778,3 +778,17 @@ def test_an_entry_the_question_describes_is_its_own_though_it_names_a_file() -> 
         "parameter from robots.txt in the form of a list().\n\nNew in version 3.8.",
     )
     assert extractive_answer(asked, [page]).short_answer == "3.8"
+
+
+def test_a_number_written_as_a_word_binds_the_one_written_in_digits() -> None:
+    page = ev(
+        "pop",
+        "poplib - POP3 protocol client",
+        "class poplib.POP3(host, port=POP3_PORT[, timeout])\n\n"
+        "This class implements the actual POP3 protocol. The connection is created when the "
+        "instance is initialized.\n\nChanged in version 3.9: If the timeout parameter is set "
+        "to be zero, it will raise a ValueError to prevent the creation of a non-blocking "
+        "socket.",
+    )
+    asked = "what exception do i get if i pass timeout=0 to poplib.POP3?"
+    assert extractive_answer(asked, [page]).short_answer == "ValueError"

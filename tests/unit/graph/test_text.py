@@ -17,6 +17,9 @@ from graph.text import sentences, terms
         ("O'Brien's deque", ["o'brien", "deque"]),
         # prepositions and adverbs like "already" are how a question asks
         ("what is behind a deque already at its maxlen", ["deque", "maxlen"]),
+        # a small number is one term however it is written
+        ("if the timeout is set to zero", ["timeout", "set", "0"]),
+        ("timeout=0 and two replicas", ["timeout", "0", "2", "replica"]),
     ],
 )
 def test_content_terms(text: str, expected: list[str]) -> None:
