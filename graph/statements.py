@@ -72,7 +72,7 @@ _NUM = re.compile(r"^[-+$€£]?\d[\d,]*(?:\.\d+)?%?$")
 # A release note of an arrival ("New in version 3.11", "available since 3.2"); "Deprecated
 # since version 3.4" is not one.
 VERSION_NOTE = re.compile(
-    r"\b(?:new|added|introduced|available)\s+in\s+(?:version|release|v)?\s*(\d+(?:\.\d+)+)"
+    r"\b(?:new|added|introduced|available|appeared)\s+in\s+(?:version|release|v)?\s*(\d+(?:\.\d+)+)"
     r"|(?<!deprecated\s)(?<!removed\s)(?<!changed\s)\bsince\s+(?:version\s+)?(\d+(?:\.\d+)+)",
     re.IGNORECASE,
 )
@@ -374,6 +374,7 @@ def _numbered_words(question: str) -> frozenset[str]:
 
 
 _CONDITION = frozenset({"if", "unless"})
+_COMPACT_DURATION = re.compile(r"^\d+(?:\.\d+)?(?:ms|s|m|h|d)$")
 
 
 def designated(toks: list[str], i: int, question: str) -> bool:
@@ -409,10 +410,13 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             for name, v in owned
             if {stem(p) for p in re.split(r"[._]", name.casefold()) if p} <= q_words
         )
-    if kind != "date" and asks_before(question) and not _tells_before(sentence):
+    if kind != "date" and asks_before(question) != _tells_before(sentence):
         # "before 3.8, what format …" is not answered by what is so now ("This is
-        # currently PAX_FORMAT."): only by a change or what a sentence says was before
-        return ()
+        # currently PAX_FORMAT."): only by a change or what a sentence says was before;
+        # and what was before ("Prior to version 1.19.10, the default value was 100.") is
+        # not what is so now
+        if change_of(sentence) is None:
+            return ()
     raw = sentence.split()
     toks = [t.strip(",.;:()[]\"'“”") for t in raw]
     counted = counted_noun(question)  # "how many bytes": the number alone
@@ -449,6 +453,8 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         elif kind == "duration":
             if is_num and stem(after) in _TIME_UNITS:
                 out.append(f"{tok} {toks[i + 1]}")
+            elif _COMPACT_DURATION.match(tok) and (bounds or not bounded(toks, i)):
+                out.append(tok)  # "75s", "500ms", "1h" as configuration writes them
         elif kind in {"number", "literal"} and measured and not named and (is_num or unit_in):
             # a quantity is its number with its unit: "4MB", "four megabytes", "64 kB"
             out.append(tok if unit_in else f"{tok} {toks[i + 1]}")
@@ -487,11 +493,22 @@ _DEFAULT_IS = re.compile(
 _SAID_MAX_WORDS = 6
 
 
+# A reference entry's field line: "Default: keepalive_timeout 75s;", "Default value: 8".
+_DEFAULT_FIELD = re.compile(
+    r"^[\s*_|]*defaults?(?:\s+value)?[*_]*\s*[:|=]\s*[*_`]*(.+?)[*_`]*\s*;?\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
 def default_said(sentence: str, question: str) -> str | None:
-    m = _DEFAULT_IS.search(sentence)
+    m = _DEFAULT_IS.search(sentence) or _DEFAULT_FIELD.search(sentence)
     if m is None:
         return None
     said = m.group(1).strip().strip("`")
+    toks = said.split()
+    if m.re is _DEFAULT_FIELD and len(toks) > 1 and _CODE.match(toks[0]):
+        # the entry's name repeated before its value, as a directive's syntax writes it
+        said = " ".join(toks[1:])
     first = said.split()[0].casefold() if said else ""
     if len(said.split()) > _SAID_MAX_WORDS or (len(first) > 3 and first.endswith("ed")):
         return None  # a clause, not a value ("is used when …")
@@ -776,7 +793,19 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
         # Names the question holds may be met on the page a hop came from.
         chain = contexts[n - 1] if e.id in linked else set()
         held, under = 0, None
-        for sent, label, scope in scoped(e.text, carried[n - 1]):
+        read = scoped(e.text, carried[n - 1])
+        # An entry speaks of one thing throughout: what its later paragraphs say (a
+        # directive's description under its "Default:" line) is in each sentence's reach.
+        entries: list[set[str]] = []
+        for i, (_, label, _) in enumerate(read):
+            if i == 0 or label != read[i - 1][1]:
+                entries.append(set())
+            if label:  # a passage under no label is no entry: its sentences stay apart
+                entries[-1] |= _expand(set(terms(read[i][0])))
+        entry = -1
+        for i, (sent, label, scope) in enumerate(read):
+            if i == 0 or label != read[i - 1][1]:
+                entry += 1
             if label != under:
                 under, held = label, _count_keys(label, parts.keys)
             held = _count_keys(sent, parts.keys) or held
@@ -785,7 +814,9 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
             own = _expand(set(terms(f"{label} {sent}")) | frame) | acronyms(label) | acronyms(sent)
             # How near each term is: in the sentence, its label or its page's frame; in
             # its paragraph; in an earlier paragraph of its entry or a page a hop came from.
-            reach = {t: _FAR for t in _expand(set(terms(" ".join(scope[2:])))) | chain}
+            reach = {
+                t: _FAR for t in _expand(set(terms(" ".join(scope[2:])))) | chain | entries[entry]
+            }
             for block, factor in reversed(list(zip(scope, _NEAR, strict=False))):
                 reach.update({t: factor for t in _expand(set(terms(block)))})
             reach.update({t: 1.0 for t in own})

@@ -14,6 +14,7 @@ from graph.statements import (
     carried_labels,
     change_of,
     labels_another,
+    release_notes,
     scoped,
     statements,
     table_value,
@@ -792,3 +793,48 @@ def test_a_number_written_as_a_word_binds_the_one_written_in_digits() -> None:
     )
     asked = "what exception do i get if i pass timeout=0 to poplib.POP3?"
     assert extractive_answer(asked, [page]).short_answer == "ValueError"
+
+
+# A directive reference: each entry's field lines first, its description after.
+DIRECTIVES = ev(
+    "core",
+    "Module ngx_http_core_module - nginx",
+    "client_max_body_size\n\nSyntax: client_max_body_size size;\n"
+    "Default: client_max_body_size 1m;\nContext: http, server, location\n\n"
+    "Sets the maximum allowed size of the client request body.\n\n"
+    "keepalive_timeout\n\nSyntax: keepalive_timeout timeout;\n"
+    "Default: keepalive_timeout 75s;\nContext: http, server, location\n\n"
+    "Sets a timeout during which a keep-alive client connection will stay open on the "
+    "server side.\n\n"
+    "keepalive_requests\n\nSyntax: keepalive_requests number;\n"
+    "Default: keepalive_requests 1000;\n\nThis directive appeared in version 0.8.0.\n\n"
+    "Sets the maximum number of requests served through one keep-alive connection. "
+    "Prior to version 1.19.10, the default value was 100.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "short"),
+    [
+        # a "Default:" field line, the entry's name repeated before its value
+        ("what's the default client_max_body_size in nginx?", "1m"),
+        # the entry's description below its field lines binds the question's words; a
+        # duration as configuration writes it
+        ("how long does nginx keep idle keep-alive connections open by default?", "75s"),
+        # what was before answers only a question asking what was before
+        ("what was the default keepalive_requests before 1.19.10?", "100"),
+    ],
+)
+def test_a_directive_entry_is_read_whole(question: str, short: str | None) -> None:
+    assert extractive_answer(question, [DIRECTIVES]).short_answer == short
+
+
+def test_what_was_so_before_is_not_what_is_so_now() -> None:
+    past = "Prior to version 1.19.10, the default value was 100."
+    assert values_in(past, "number", "what is the default keepalive_requests?") == ()
+    assert values_in(past, "number", "what was the default keepalive_requests before 1.19.10?") == (
+        "100",
+    )
+    assert release_notes("This directive appeared in version 0.8.0.", "when did it appear?") == [
+        "0.8.0"
+    ]
