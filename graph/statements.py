@@ -359,6 +359,7 @@ def _names_the_asked(tok: str, question: str) -> bool:
     """Is the code name ``tok`` the asked thing itself? "defaults to sys.getrecursionlimit()"
     says where the recursion limit is kept, not what it is; "pickle.DEFAULT_PROTOCOL" is
     made of the words of "what pickle protocol is the default" alone."""
+    tok = tok.strip("`")
     folded = re.sub(r"[^a-z]", "", tok.casefold())
     if any(c in folded for c in _asked_compounds(question)):
         return True
@@ -453,8 +454,8 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
         elif kind == "duration":
             if is_num and stem(after) in _TIME_UNITS:
                 out.append(f"{tok} {toks[i + 1]}")
-            elif _COMPACT_DURATION.match(tok) and (bounds or not bounded(toks, i)):
-                out.append(tok)  # "75s", "500ms", "1h" as configuration writes them
+            elif _COMPACT_DURATION.match(tok.strip("`")) and (bounds or not bounded(toks, i)):
+                out.append(tok.strip("`"))  # "75s", "500ms", "1h" as configuration writes them
         elif kind in {"number", "literal"} and measured and not named and (is_num or unit_in):
             # a quantity is its number with its unit: "4MB", "four megabytes", "64 kB"
             out.append(tok if unit_in else f"{tok} {toks[i + 1]}")

@@ -838,3 +838,26 @@ def test_what_was_so_before_is_not_what_is_so_now() -> None:
     assert release_notes("This directive appeared in version 0.8.0.", "when did it appear?") == [
         "0.8.0"
     ]
+
+
+# A settings table in a wiki page, code cells in backticks.
+SETTINGS_TABLE = ev(
+    "worker",
+    "Job worker",
+    "## Configuration\n\nThe worker reads its settings from the environment.\n\n"
+    "| Setting | Default | Description |\n|---|---|---|\n"
+    "| `RETRY_BACKOFF` | `30s` | Wait between retries. |\n"
+    "| `QUEUE_NAME` | `default` | The queue jobs are pushed to. |\n",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "short"),
+    [
+        ("how long does the worker wait between retries by default?", "30s"),
+        # the setting made of the asked words is where the value lives, not the value
+        ("default queue name for the job worker", "default"),
+    ],
+)
+def test_a_settings_table_row_states_its_default(question: str, short: str) -> None:
+    assert extractive_answer(question, [SETTINGS_TABLE]).short_answer == short
