@@ -24,6 +24,12 @@ _FIELD = re.compile(r"^[\s*_`]*([^:\n]{2,60}?)[\s*_`]*:\s+(.+?)\s*$")
 _NAME = re.compile(
     r"^[A-Z][\w'’-]+(?:\s+(?:(?:de|da|di|del|la|le|van|von|der|den|bin|al)\s+)*[A-Z][\w'’-]+)+$"
 )
+# A group of people, named: "Payments Platform team", "Data Engineering group".
+_TEAM = re.compile(
+    r"^(?:[A-Z][\w&'’-]*\s+)+(?:team|group|squad|guild|department|org|organi[sz]ation)$"
+)
+# A thing the question describes by a relative clause: "the team that owns X".
+_RELATIVE = re.compile(r"\bthe\s+(?:[\w-]+\s+){1,3}?(?:that|which|who|whose)\b", re.IGNORECASE)
 # An amount that opens a value: "€250 per week", "1.35% of the payout", "800 ms".
 _AMOUNT = re.compile(r"^[€$£¥]?\d[\d,.]*(?:\s?(?:%|ms|s|m|h|GB|MB|KB|k))?")
 _MAX_VALUE_WORDS = 6
@@ -62,7 +68,7 @@ def _field_answer(
     for st in superseded(found, evidence):
         # A ticket export writes several fields on one line: "Status: Done | Assignee: X".
         for part in st.sentence.split(" | "):
-            value = _value(part, asked, shape)
+            value = _value(part, asked, shape, question)
             if value is not None:
                 read.append((st, value))
                 break
@@ -86,13 +92,16 @@ def _asked_terms(question: str) -> set[str]:
     return {t for t in terms(question) if t not in QUESTION_WORDS}
 
 
-def _value(line: str, asked: set[str], shape: QuestionShape) -> str | None:
+def _value(line: str, asked: set[str], shape: QuestionShape, question: str) -> str | None:
     m = _FIELD.match(line.strip())
     if m is None:
         return None
     label, value = m.group(1).strip(), _clean(m.group(2))
     label_terms = set(terms(label)) - {stem(w) for w in STOPWORDS}
     if label_terms and (all(_meets(t, asked) for t in label_terms) or acronyms(label) & asked):
+        if shape.answer_type == "person" and _TEAM.match(value) and _RELATIVE.search(question):
+            # "who leads the team that owns X": "Owner: Payments team" is the hop, not who
+            return None
         return _answer(value, shape)
     # "Marcus Hale: team lead": the name labels the role the question asks about
     role = set(terms(value))
@@ -125,7 +134,8 @@ def _kinds(shape: QuestionShape) -> set[str]:
 
 
 def _clean(value: str) -> str:
-    value = re.sub(r"\s*\([^)]*\)\s*$", "", value)  # "(#team-carriers)", "(all engineering...)"
+    value = re.split(r"(?<=[a-z0-9)])\.\s+(?=[A-Z])", value)[0]  # the field's own sentence
+    value = re.sub(r"\s*\([^)]*\)", "", value)  # "(#team-carriers)", "(all engineering...)"
     value = re.split(r"[,;]\s", value)[0]
     return value.strip(" *_`.")
 
@@ -135,7 +145,10 @@ def _typed(value: str, shape: QuestionShape) -> bool:
     if not toks or len(toks) > _MAX_VALUE_WORDS:
         return False
     if shape.answer_type == "person":
-        return bool(_NAME.match(value)) and not any(c.isdigit() for c in value)
+        # "who owns it" is answered by a person or by a team of people
+        return bool(_NAME.match(value) or _TEAM.match(value)) and not any(
+            c.isdigit() for c in value
+        )
     if shape.answer_type == "entity" and shape.kind:
         # "which team": a value that names one ("Carrier Integrations team")
         return stem(shape.kind[-1]) in {stem(t) for t in toks}
@@ -164,12 +177,16 @@ def _apposition_answer(
     if shape.answer_type != "entity" or not shape.kind:
         return None
     kind = re.escape(shape.kind[-1])
-    pattern = re.compile(rf"\b(?i:the|a|an|our|its)\s+{kind}s?\s+({_APPOSED})")
+    # "the carrier Nordlys Cargo"; a number names its kind's member without an article:
+    # "listens on port 9102", "runs on node 3"
+    pattern = re.compile(
+        rf"\b(?i:the|a|an|our|its)\s+{kind}s?\s+({_APPOSED})|(?i:\b{kind})\s+(\d[\w.:-]*\d|\d)\b"
+    )
     asked = question.casefold()
     read: list[tuple[Statement, str]] = []
     for st in found:
         for m in pattern.finditer(st.sentence):
-            name = m.group(1).strip(" .")
+            name = (m.group(1) or m.group(2)).strip(" .")
             if name and name.casefold() not in asked:
                 read.append((st, name))
                 break

@@ -1057,9 +1057,18 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         and default_said(best.sentence, question) != value
         # a side of a change the sentence states ("changed to PAX_FORMAT from GNU_FORMAT")
         and not any(value.casefold() in side.casefold() for side in change_of(best.sentence) or ())
+        # "how often": the period after "every" ("copies … every 15 minutes")
+        and not (_HOW_OFTEN.search(question) and _every(value).search(best.sentence))
     ):
         return None  # the value stands apart from every word the question asks about
     return Found(value, [(best.index, best.sentence)])
+
+
+_HOW_OFTEN = re.compile(r"\bhow\s+(?:often|frequently)\b", re.IGNORECASE)
+
+
+def _every(value: str) -> re.Pattern[str]:
+    return re.compile(rf"\bevery\s+{re.escape(value)}\b", re.IGNORECASE)
 
 
 # An exception's name as documentation writes it: IndexError, dataclasses.FrozenInstanceError

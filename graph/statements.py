@@ -197,6 +197,24 @@ _CHANGE_VERB = re.compile(
 _TO_FROM = re.compile(r"\bto\s+(\S+(?:\s+\w+)?)\s+from\s+(\S+)", re.IGNORECASE)
 
 
+_VERSION = re.compile(r"^\d+(?:\.\d+)*\+?$")
+_VERSION_OF = re.compile(
+    r"\b([a-z][\w.+-]*)\s+(?=version\b)|\bversion\s+of\s+([a-z][\w.+-]*)", re.IGNORECASE
+)
+
+
+def versioned_product(question: str) -> str | None:
+    """The product whose version a question asks ("what python version does X need?",
+    "which version of postgres"), unless it asks when."""
+    if asks_when(question) or "year" in words(question):
+        return None
+    for m in _VERSION_OF.finditer(ask_of(question)):
+        for product in (m.group(1), m.group(2)):
+            if product and product.casefold() not in QUESTION_WORDS | STOPWORDS:
+                return product.casefold()
+    return None
+
+
 def asks_before(question: str) -> bool:
     """Does the question ask the value a change replaced ("before 3.9", "used to")?"""
     return bool(_BEFORE.search(question))
@@ -242,7 +260,7 @@ def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
     toks = set(words(question))
     if shape.answer_type in {"yesno", "option", "person", "place"} or toks & _SPANS:
         return None
-    if "often" in toks and "how" in toks:
+    if toks & {"often", "frequently"} and "how" in toks:
         return "duration"
     if shape.answer_type == "duration" and _HOW_LONG_A_THING_IS.search(question):
         return "number"
@@ -275,6 +293,8 @@ _BOUND_WORDS = re.compile(
     # "how long can a comment be?", "how big may the buffer get?": what is allowed
     r"|\bhow\s+(?:long|big|large|many|much)\b(?:\s+\w+)?\s+(?:can|may|could)\b"
     r"|\bhow\s+(?:many|much)\b.*\b(?:allowed|permitted)\b"
+    # "how many payments fit in a batch?", "how much can a queue hold?": a capacity
+    r"|\bhow\s+(?:many|much)\b.*\b(?:fit|fits|hold|holds)\b"
     r"|\b(?:smallest|largest|biggest|longest|shortest|highest|lowest)\b.*"
     r"\b(?:allowed|permitted|possible|accepted|supported)\b",
     re.IGNORECASE,
@@ -426,6 +446,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     # A default may be written in an "if" clause ("If exist_ok is False (the default)").
     opens = _CONDITION
     conditional = False
+    product = versioned_product(question) if kind == "date" else None
     for i, tok in enumerate(toks):
         low = tok.casefold()
         closed = bool(i) and raw[i - 1].endswith((",", ";"))
@@ -449,8 +470,10 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             # the value the text itself marks as the default, in whatever form it is written
             out.append(tok.strip("`"))
         elif kind == "date":
-            if _YEAR.match(tok) or _RELEASE.match(tok):
-                out.append(tok)
+            if _RELEASE.match(tok) or (_YEAR.match(tok) and not product):
+                out.append(tok)  # a version asked is no year ("in March 2024")
+            elif product and i and toks[i - 1].casefold() == product and _VERSION.match(tok):
+                out.append(tok.rstrip("+"))  # "what python version": "Python 3.11 or newer"
         elif kind == "duration":
             if is_num and stem(after) in _TIME_UNITS:
                 out.append(f"{tok} {toks[i + 1]}")
