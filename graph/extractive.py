@@ -21,7 +21,15 @@ from graph.statements import (
     superseded,
     value_kind,
 )
-from graph.support import Support, assess_support, chain_context, heading_of, question_parts
+from graph.support import (
+    Support,
+    Verdict,
+    assess_support,
+    chain_context,
+    heading_of,
+    question_parts,
+    unstated_attribute,
+)
 from graph.text import QUESTION_WORDS, acronyms, instruction_like, sentences, terms
 from tools.evidence import Evidence
 from tools.titles import base_title
@@ -257,6 +265,12 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
         if not verdict.supported
         else None
     )
+    if verdict.supported and value_kind(question) is None:
+        # a value question is held to a sentence stating a value of its type (below);
+        # another is held to the attribute it asks
+        unstated = unstated_attribute(question, evidence)
+        if unstated:
+            verdict = Verdict(False, unstated, [])
     if not evidence or (not verdict.supported and decided is None):
         what = ", ".join(verdict.missing) if verdict.missing else "any passage about the question"
         return Answer(

@@ -387,3 +387,26 @@ def shared_subjects(question: str) -> list[str]:
 def options_terms(options: list[str]) -> set[str]:
     """Every term the options name (a question's other words are what it asks about)."""
     return set().union(*(option_terms(o) for o in options)) if options else set()
+
+
+# "what is the county seat of", "who was the first president of", "what's X's capital?"
+_ASKED_OF = re.compile(
+    r"^(?:what|who|which)\s+(?:is|was|are|were)\s+the\s+((?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*)"
+    r"\s+(?:of|for|in|at)\b",
+    re.IGNORECASE,
+)
+_ASKED_OWN = re.compile(
+    r"^(?:what|who|which)\s+(?:is|was|are|were)\s+.{2,80}?['’]s?\s+"
+    r"((?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*)\s*\?*$",
+    re.IGNORECASE,
+)
+
+
+def asked_phrase(question: str) -> str | None:
+    """The noun phrase a question asks the value or holder of: "what is the county seat
+    of X" -> "county seat", "what's the memory limit of X" -> "memory limit", "what was
+    Acme's parent company?" -> "parent company"; None for other questions."""
+    ask = " ".join(ask_of(question).replace("’", "'").split())
+    ask = re.sub(r"^(what|who|which)'s\b", r"\1 is", ask, flags=re.IGNORECASE)
+    m = _ASKED_OF.match(ask) or _ASKED_OWN.match(ask)
+    return m.group(1).casefold() if m else None

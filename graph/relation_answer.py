@@ -14,22 +14,11 @@ from __future__ import annotations
 import re
 
 from graph.agent_answer import best_bound
-from graph.question import ask_of
+from graph.question import ask_of, asked_phrase
 from graph.text import QUESTION_WORDS, key_terms, sentences, stem, terms, words
 from tools.evidence import Evidence
 from tools.titles import base_title, has_words
 
-# "what is the county seat of", "who was the first president of", "what's X's capital?"
-_ASKED_OF = re.compile(
-    r"^(?:what|who|which)\s+(?:is|was|are|were)\s+the\s+((?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*)"
-    r"\s+(?:of|for|in|at)\b",
-    re.IGNORECASE,
-)
-_ASKED_OWN = re.compile(
-    r"^(?:what|who|which)\s+(?:is|was|are|were)\s+.{2,80}?['’]s?\s+"
-    r"((?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*)\s*\?*$",
-    re.IGNORECASE,
-)
 # Phrases that ask a value of another type (read by the number, date and default readers)
 # or a description rather than a name.
 _NOT_A_NAME = frozenset(
@@ -47,11 +36,9 @@ _PRONOUNS = frozenset("it its he she they this that these those there which who"
 
 def asked_relation(question: str) -> str | None:
     """The relation's noun phrase a question asks the holder of: "county seat"; or None."""
-    ask = " ".join(ask_of(question).split())
-    m = _ASKED_OF.match(ask) or _ASKED_OWN.match(ask)
-    if not m:
+    phrase = asked_phrase(question)
+    if phrase is None:
         return None
-    phrase = m.group(1).casefold()
     toks = phrase.split()
     if toks[-1] in _NOT_A_NAME or toks[-1] in QUESTION_WORDS:
         return None

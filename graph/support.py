@@ -26,7 +26,13 @@ import re
 from dataclasses import dataclass, field
 
 from graph.lexicon import prefetch, related
-from graph.question import SHARED_CUES, analyse, options_terms, shared_subjects
+from graph.question import (
+    SHARED_CUES,
+    analyse,
+    asked_phrase,
+    options_terms,
+    shared_subjects,
+)
 from graph.text import (
     STOPWORDS,
     acronyms,
@@ -122,6 +128,9 @@ def _verb_like(word: str) -> bool:
 
 
 _USING_CODE = frozenset("call calling invoke invoked invoking pass passing passed".split())
+# Verbs that only link a thing to what it works with ("what database does X use", "which
+# python version does X need"): pages write "needs", "runs on", "backed by" as often.
+_LINKING = frozenset("use used using need require requiring".split())
 
 
 def question_parts(question: str) -> QuestionParts:
@@ -134,6 +143,10 @@ def question_parts(question: str) -> QuestionParts:
     pair = options_terms(shared_subjects(question))
     keys += [t for t in pair if t not in keys]
     asking = SHARED_CUES if pair else frozenset()
+    *told, asked = re.split(r"[.!?]\s+", question.strip())
+    # a linking verb in the ask is how it asks; in a statement before the ask ("timeit
+    # uses a particular clock by default. when was …") it says what to find
+    asking = asking | (_LINKING & set(terms(asked)) - set(terms(" ".join(told))))
     if code_names(question):
         # "if I call str.index …", "if I don't pass nbytes": how one uses code, not words
         # its documentation writes
@@ -235,6 +248,35 @@ def _stated_types(sentence: str, kinds: set[str]) -> set[str]:
 def _unsupported(parts: QuestionParts, supports: list[Support]) -> bool:
     covered = set().union(*(s.keys for s in supports)) if supports else set()
     return not supports or any(k not in covered for k in parts.keys)
+
+
+# Adjectives grade or pick among an attribute's values ("the main flavor", "the original
+# name", "the uppermost age"); a page states the value without them.
+_ADJECTIVE_END = re.compile(r"(?:al|ous|ive|most|ic|ful|less|able|ible|ary|ent|ant|est|ian)$")
+_ADJECTIVES = frozenset("main first last current new old full real actual exact total top".split())
+
+
+def noun_modifiers(phrase: str | None, constraints: list[str]) -> list[str]:
+    """The nouns that narrow an asked attribute: "memory" of "the memory limit of X" (a
+    batch limit is another attribute of X), not its head nor an adjective."""
+    toks = (phrase or "").split()[:-1]
+    keep = [w for w in toks if w not in _ADJECTIVES and not _ADJECTIVE_END.search(w)]
+    return [t for t in terms(" ".join(keep)) if t in constraints]
+
+
+def unstated_attribute(question: str, evidence: list[Evidence]) -> list[str]:
+    """The nouns narrowing the asked attribute ("memory" of "what's the memory limit of
+    X") that no passage writes, nor a word close to one: the attribute is not stated, and
+    another attribute of X ("a batch holds at most 5,000") is no answer."""
+    parts = question_parts(question)
+    attribute = noun_modifiers(asked_phrase(question), parts.constraints)
+    if not attribute:
+        return []
+    everything = set().union(*(set(terms(f"{e.title} {e.text}")) for e in evidence))
+    absent = [t for t in attribute if t not in everything]
+    if absent:
+        prefetch([*absent, *everything])
+    return [t for t in absent if not related(t, everything)]
 
 
 def assess_support(

@@ -48,3 +48,27 @@ def test_the_product_whose_version_is_asked() -> None:
     # a question asking when asks a date, not a product's version
     assert versioned_product("when was the python version bumped?") is None
     assert versioned_product("which version added TaskGroup?") is None
+
+
+def test_an_attribute_the_page_never_names_is_refused_not_answered_by_another() -> None:
+    answer = extractive_answer("what's the memory limit of ledger-sync?", [README])
+    assert not answer.answerable and "memory" in answer.text
+    # an adjective grades the attribute; the page states it without one
+    answer = extractive_answer("what is the main port of ledger-sync?", [README])
+    assert answer.answerable and answer.short_answer == "9102"
+
+
+def test_a_linking_verb_of_the_ask_is_no_word_a_page_must_write() -> None:
+    # "use" links the service to what it works with; its page says "needs"
+    answer = extractive_answer("what database does ledger-sync use?", [README])
+    assert answer.answerable and "PostgreSQL 15" in answer.text
+
+
+def test_the_asked_phrase_and_its_narrowing_nouns() -> None:
+    from graph.question import asked_phrase
+    from graph.support import noun_modifiers
+
+    assert asked_phrase("what's the memory limit of ledger-sync?") == "memory limit"
+    assert noun_modifiers("memory limit", ["memory", "limit"]) == ["memory"]
+    assert noun_modifiers("uppermost age range", ["uppermost", "age", "range"]) == ["age"]
+    assert noun_modifiers("original name", ["original", "name"]) == []
