@@ -34,6 +34,7 @@ _WRITE_PATH_MODULES = (
     "retrieval.store",
     "retrieval.embedding",
     "retrieval.catalog",
+    "retrieval.structure",  # the names and links stored with each document
     "retrieval.engines.record_codec",
 )
 _WRITE_PATH_PACKAGES: tuple[str, ...] = ()

@@ -19,6 +19,7 @@ ingested later resolves once it is), and answers "who defines this name".
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -55,7 +56,10 @@ _DOTTED = (
     rf"[a-z_][A-Za-z0-9_]+(?:\.(?:[a-z_][A-Za-z0-9_]+|{_CAMEL_PART}|[A-Z][A-Z0-9_]{{2,}}))+"
     r"(?:\(\))?"
 )
-_IDENT_RE = re.compile(rf"(?<![\w./-])(?:{_KEY}|{_SNAKE}|{_DOTTED})(?![\w-]|\.\w)")
+# A class's member written without its module, as API references list them:
+# Repr.maxstring, Lock.acquire, Path.walk() (the member lowercase, so "ended.The" is none).
+_MEMBER = r"[A-Z][a-z][A-Za-z0-9]*(?:\.[a-z_][A-Za-z0-9_]+)+(?:\(\))?"
+_IDENT_RE = re.compile(rf"(?<![\w./-])(?:{_KEY}|{_SNAKE}|{_DOTTED}|{_MEMBER})(?![\w-]|\.\w)")
 _BACKTICK_RE = re.compile(r"`([^`\s]{2,60})`")
 _URL_RE = re.compile(r"https?://[^\s<>()\"'`\]]+[^\s<>()\"'`\].,;:!?]")
 _PATH_RE = re.compile(r"(?<![\w/.:-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}(?![\w/])")
@@ -226,8 +230,11 @@ class StructureIndex:
         self.by_name: dict[str, dict[str, list[str]]] = {}
         # "taskgroup" -> the documents defining asyncio.TaskGroup: code is named unqualified
         self.by_last_part: dict[str, list[str]] = {}
+        self.defined: Counter[str] = Counter()  # identifiers each document defines
         for doc_id, key, kind in names:
             self.by_name.setdefault(key, {}).setdefault(kind, []).append(doc_id)
+            if kind == IDENT:
+                self.defined[doc_id] += 1
             # (not a document's own file name: "intro.html" is no qualified code name)
             own_path = fold(doc_id.partition(":")[2])
             if kind == IDENT and "." in key and " " not in key and key != own_path:
@@ -256,8 +263,10 @@ class StructureIndex:
 
     def qualified(self, name: str) -> list[str]:
         """Documents defining a qualified name whose last part is ``name``
-        ("TaskGroup" -> the page defining asyncio.TaskGroup)."""
-        return list(dict.fromkeys(self.by_last_part.get(fold(name), ())))
+        ("TaskGroup" -> the page defining asyncio.TaskGroup), the most specific first: a
+        contents page lists every entry of a chapter, the entry's own page a few."""
+        found = list(dict.fromkeys(self.by_last_part.get(fold(name), ())))
+        return sorted(found, key=lambda d: self.defined[d])
 
     def mentioning(self, name: str) -> list[str]:
         """Documents that name the identifier without defining it."""

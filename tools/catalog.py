@@ -232,6 +232,9 @@ def _page_evidence(
         # best: an index of names defines them too); the best match for the query too, as
         # a definition may open at a section's end and go on in the next.
         definers = [c for c in chunks if defining and defines(c.text, defining)]
+        if defining:
+            # a chunk cut right after the name's line holds the label, the next its text
+            definers = [c for c in definers if defines(_body(c.text), defining)] or definers
         sections = [
             _best_section(definers, query, skip=first.id) if definers else None,
             _best_section(chunks, query, skip=first.id),
@@ -314,6 +317,11 @@ def _fold(token: str) -> str:
         if token.endswith(suffix) and len(token) - len(suffix) >= keep:
             return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
     return token
+
+
+def _body(text: str) -> str:
+    """The text without its last line: a name on that line opens no entry here."""
+    return text.rstrip().rpartition("\n")[0]
 
 
 def _best_section(chunks: list[Any], query: str, skip: str) -> Any:

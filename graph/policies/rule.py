@@ -16,6 +16,7 @@ from graph.extractive import extractive_answer, salient_terms
 from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
 from graph.policies.decompose import SubQuestion, candidates, holds_names, innermost
 from graph.policies.ranking import rank_pool
+from graph.question import analyse
 from graph.text import (
     STOPWORDS,
     instruction_like,
@@ -70,16 +71,17 @@ KEYWORD_SEARCH_LEGS = ("lexical",)
 
 
 def comparison_entities(question: str, titles: TitleIndex | None) -> list[str]:
-    if not _COMPARISON.search(question):
+    if not _COMPARISON.search(question) and not analyse(question).options:
         return []
     named = [base_title(t) for t in named_titles(question, titles)]
     # Prefer the longest distinct names (a title inside another one is the same entity).
     names = [n for n in named if not any(n != o and n in o for o in named)]
     if len(names) >= 2:
         return list(dict.fromkeys(names))[:3]
-    m = re.search(r",\s*([^,]+?)\s+or\s+([^?]+)\?$", question)
-    if m:
-        return [m.group(1).strip(), m.group(2).strip()]
+    # the options the question's structure offers ("X or Y", with or without a comma)
+    options = analyse(question).options
+    if len(options) >= 2:
+        return list(dict.fromkeys(options))[:3]
     m = re.search(r"^\w+\s+(?:both\s+)?(.+?)\s+and\s+(.+?)\s+(?:both\s+)?\w+", question)
     if m:
         left = proper_phrases(m.group(1))
@@ -155,26 +157,27 @@ class RulePolicy:
         if view.options.mode == "hybrid":
             return PlanStep(calls=calls)
         named = named_titles(q, view.titles)[:MAX_QUESTION_LOOKUPS]
-        for title in named:
-            calls.append(
-                ToolCall(
-                    tool="lookup_entity",
-                    args={"name": title, "limit": 1, "query": q},
-                    reason="named in question",
-                )
-            )
-        folded = {t.casefold() for t in named}
-        for ident in code_names(q)[: max(0, MAX_QUESTION_LOOKUPS - len(named))]:
-            if ident.casefold() not in folded:
-                # The page that defines an identifier the question names (ERR-4012).
-                calls.append(
-                    ToolCall(
-                        tool="lookup_entity",
-                        args={"name": ident, "limit": 1, "query": q},
-                        reason="identifier in question",
-                    )
-                )
+        idents = code_names(q)[: max(0, MAX_QUESTION_LOOKUPS - len(named))]
         entities = comparison_entities(q, view.titles)
+        looked: set[str] = set()
+        # The page a title names; the page that defines an identifier the question names
+        # (ERR-4012); the page or entry that defines an option ("maxstring" ->
+        # Repr.maxstring), when the index knows it: a compared value is stated there.
+        for names, reason in (
+            (named, "named in question"),
+            (idents, "identifier in question"),
+            (entities, "comparison entity"),
+        ):
+            for name in names:
+                if name.casefold() not in looked:
+                    looked.add(name.casefold())
+                    calls.append(
+                        ToolCall(
+                            tool="lookup_entity",
+                            args={"name": name, "limit": 1, "query": q},
+                            reason=reason,
+                        )
+                    )
         if entities:
             rest = " ".join(t for t in salient_terms(q) if not any(t in terms(e) for e in entities))
             for e in entities:

@@ -153,6 +153,26 @@ def test_an_api_reference_defines_classes_named_in_camel_case() -> None:
     assert identifiers("The tour ended.The album sold. See http.HTTPStatus.") == ["http.HTTPStatus"]
 
 
+def test_a_class_member_written_without_its_module_is_code() -> None:
+    text = "Repr.maxstring\n\nLimits the characters of a string's representation.\n"
+    names = set(document_structure([make_record("reprlib", text, title="reprlib")]).names)
+    assert ("repr.maxstring", IDENT) in names
+    assert identifiers("Call Lock.acquire(blocking=True) first.") == ["Lock.acquire"]
+    assert code_names("which python version added pathlib's Path.walk()?") == ["Path.walk"]
+    # a sentence run into a capitalised word, or an abbreviation, is no member
+    assert identifiers("The tour ended.The U.S. Navy in St. Louis") == []
+    # a contents page listing the chapter's entries defines them too; the entry's own page
+    # is the more specific
+    contents = "Repr Objects\nRepr.maxlevel\nRepr.maxdict\nRepr.maxlist\nRepr.maxstring\n"
+    index = _index(
+        {
+            "docs:datatypes": [make_record("datatypes", contents, title="Data Types")],
+            "docs:reprlib": [make_record("reprlib", text, title="reprlib")],
+        }
+    )
+    assert index.qualified("maxstring") == ["docs:reprlib", "docs:datatypes"]
+
+
 def test_a_code_name_is_found_by_its_unqualified_name() -> None:
     page = [make_record("asyncio-task", "class asyncio.TaskGroup\nHolds tasks.", title="Tasks")]
     other = [make_record("glossary", "A task group holds tasks.", title="Glossary")]

@@ -225,3 +225,25 @@ def test_a_names_surfaces_in_ascii_text_are_the_patterns_matches() -> None:
     # Not ASCII: the pattern itself (IGNORECASE folds what lower() does not)
     assert list(_surfaces("Strasse", "STRASSE Straße")) == ["STRASSE"]
     assert list(_surfaces("Kelvin", "\u212aelvin kelvin")) == ["\u212aelvin", "kelvin"]
+
+
+def test_a_lookup_reads_the_section_where_the_names_entry_goes_on() -> None:
+    from tools.catalog import _page_evidence
+
+    opening = passage("reprlib", "reprlib", "reprlib - Alternate repr() implementation", index=0)
+    # a section cut right after the entry's label line, and the next one holding its text
+    cut = passage(
+        "reprlib", "reprlib", "Repr.maxlong\n\nThe default is 40.\n\nRepr.maxstring", index=3
+    )
+    body = passage(
+        "reprlib", "reprlib", "Repr.maxstring\n\nLimit on characters. The default is 30.", index=4
+    )
+    found = _page_evidence(
+        None,  # type: ignore[arg-type] - the page's sections are given
+        opening,
+        1.0,
+        "which default limit is bigger: maxstring or maxlong",
+        [opening, cut, body],
+        defining="maxstring",
+    )
+    assert [e.id for e in found][0] == "wiki:reprlib#4"
