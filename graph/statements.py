@@ -786,6 +786,32 @@ def _count_keys(text: str, keys: list[str]) -> int:
     return sum(k in have for k in keys)
 
 
+# A parameter list's item: "port (int) – The TCP port.", "timeout: seconds to wait".
+_PARAMETER_ITEM = re.compile(
+    r"^[ \t*•-]*`?([A-Za-z_]\w*)`?[ \t]*(?:\([^)]{1,40}\))?[ \t]*(?:[–—:]|[ \t]-)[ \t]+(?=\S)",
+    re.MULTILINE,
+)
+
+
+def _another_parameter(paragraph: str, items: set[str], asked: str) -> bool:
+    """Is ``paragraph`` a parameter item ("port (int) – … Defaults to 5432.") while the
+    question names another parameter of the same list ("the default host")?"""
+    m = _PARAMETER_ITEM.match(paragraph)
+    if m is None:
+        return False
+    named = {i for i in items if _names_parameter(i, asked)}
+    return bool(named) and m.group(1).casefold() not in named
+
+
+def _names_parameter(name: str, question: str) -> bool:
+    """Does the question name parameter ``name`` as one ("the default host", "sslmode
+    default", "nbytes"), not as a word of its own ("wait on a locked database")?"""
+    if "_" in name:
+        return name in question.casefold()
+    n = re.escape(name)
+    return bool(re.search(rf"\bdefaults?\s+(?:\w+\s+)?{n}\b|\b{n}\s+defaults?\b", question, re.I))
+
+
 def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     """Sentences whose scope binds the question's names and most of its terms, best first;
     for a question asking a value, only sentences that write one."""
@@ -812,6 +838,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     carried = carried_labels(evidence)
     names_code = bool(code_names(question))
     platform = asked_platform(question)
+    items = [{m.group(1).casefold() for m in _PARAMETER_ITEM.finditer(e.text)} for e in evidence]
     for n, e in enumerate(evidence, start=1):
         frame = set(terms(f"{e.title} {heading_of(e)}"))
         # Names the question holds may be met on the page a hop came from.
@@ -853,6 +880,8 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
                 continue
             if (kind or names_code) and labels_another(label, question):
                 continue  # another named thing's entry
+            if kind and _another_parameter(scope[0] if scope else sent, items[n - 1], question):
+                continue  # "port (int) – … Defaults to 5432." is no default of host
             if kind and platform and not platform & reach.keys():
                 continue  # "on linux" asked, and nothing in its scope says which platform
             if kind == "date" and not _notes_the_subject(sent, need, parts.keys, reach):
@@ -899,21 +928,52 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
 # signature's "dirs_exist_ok=False", a config file's "port = 5432".
 _SETTING = re.compile(r"`?\b([A-Za-z_]\w*(?:[._]\w+)+|[A-Za-z]+_\w*)\b`?")
 _ASSIGNED = r"(?<![\w.]){name}\s*=\s*([-+]?[\w.'\"]+)"
+# Values a signature gives to mean "not given": what is then used is decided elsewhere
+# ("port=0": "If port is zero, the standard SMTP-over-SSL port (465) is used").
+_SENTINELS = frozenset({"None", "null", "nil", "undefined", "NULL", "...", "", "0", "-1"})
+_ARGUMENTS = re.compile(r"([\w.]+)\(([^()]*=[^()]*)\)")  # a signature: name, arguments
 
 
 def assigned_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str] | None:
     """(evidence n, line, value) where a passage assigns a value to a setting the question
     names (its last dotted part: "os.makedirs exist_ok" names exist_ok), when every such
-    assignment in the evidence agrees."""
+    assignment in the evidence agrees. A plain word the question writes counts as a name
+    where a signature of the code it names assigns it: "default sslmode for connect" reads
+    connect(host, port=5432, sslmode='prefer'), not close(timeout=None)."""
     names = {m.group(1).rsplit(".", 1)[-1] for m in _SETTING.finditer(question)}
     names = {x for x in names if "_" in x}
+    named = {c.rsplit(".", 1)[-1].casefold() for c in code_names(question)}
+    signatures = [
+        (n, m.group(0))
+        for n, e in enumerate(evidence, start=1)
+        for m in _ARGUMENTS.finditer(e.text)
+        if not named or m.group(1).rsplit(".", 1)[-1].casefold() in named
+    ]
+    plain = {
+        w
+        for w in dict.fromkeys(words(question))
+        if len(w) > 2
+        and w not in STOPWORDS
+        and w not in names
+        and any(re.search(_ASSIGNED.format(name=re.escape(w)), sig) for _, sig in signatures)
+    }
     seen: dict[str, tuple[int, str]] = {}
+
+    def read(name: str, n: int, line: str) -> None:
+        for m in re.finditer(_ASSIGNED.format(name=re.escape(name)), line):
+            value = m.group(1).strip("'\"")
+            if name in plain and value in _SENTINELS:
+                # "protocol=None", "port=0": not given, and then decided elsewhere
+                continue
+            seen.setdefault(value, (n, line.strip()))
+
     for name in names:
-        pattern = re.compile(_ASSIGNED.format(name=re.escape(name)))
         for n, e in enumerate(evidence, start=1):
             for line in e.text.splitlines():
-                for m in pattern.finditer(line):
-                    seen.setdefault(m.group(1).strip("'\""), (n, line.strip()))
+                read(name, n, line)
+    for name in plain:
+        for n, sig in signatures:
+            read(name, n, sig)
     if len(seen) != 1:
         return None
     value, (n, line) = next(iter(seen.items()))

@@ -861,3 +861,37 @@ SETTINGS_TABLE = ev(
 )
 def test_a_settings_table_row_states_its_default(question: str, short: str) -> None:
     assert extractive_answer(question, [SETTINGS_TABLE]).short_answer == short
+
+
+# An API reference in the docstring style: a signature, then a parameter list.
+CONNECT = ev(
+    "pgwire",
+    "pgwire - API reference",
+    "pgwire.connect(host, port=5432, timeout=None, sslmode='prefer')\n\n"
+    "Open a connection to the database server.\n\nParameters:\n\n"
+    "host (str) – The server's host name.\n\nport (int) – The TCP port. Defaults to 5432.\n\n"
+    "timeout (float) – Seconds to wait for the connection. If None, waits forever.\n\n"
+    "Returns: a Connection object.\n\n"
+    "pgwire.Connection.close(timeout=-1, force=False)\n\nClose the connection.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "short"),
+    [
+        # a parameter the signature assigns, named in plain words
+        ("what's the default sslmode for pgwire.connect?", "prefer"),
+        ("what port does pgwire.connect use by default?", "5432"),
+        # "Defaults to 5432." is the port item's: host has no default
+        ("what's the default host for pgwire.connect?", None),
+        # close's signature is not connect's; None, 0 or -1 mean "not given", and what is
+        # used then is decided elsewhere
+        ("what is the default timeout of Connection.close?", None),
+        ("what is the default timeout of pgwire.connect?", None),
+        ("is force on by default for Connection.close?", "no"),
+    ],
+)
+def test_a_parameter_list_gives_each_parameter_its_own_default(
+    question: str, short: str | None
+) -> None:
+    assert extractive_answer(question, [CONNECT]).short_answer == short
