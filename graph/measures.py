@@ -236,6 +236,26 @@ _FREQUENCY = re.compile(
 )
 
 
+def frequencies(text: str) -> list[str]:
+    """The frequencies a text says of a verb ("runs nightly", "ran hourly"), not of a
+    noun ("the nightly export job") nor a name's ("Weekly Shōnen Jump")."""
+    out = []
+    for m in _FREQUENCY.finditer(text):
+        if m.group(0)[0].isupper() and text[: m.start()].rstrip()[-1:] not in ("", ".", "!", "?"):
+            continue  # part of a name
+        after = re.match(r"\s*([a-z]+)", text[m.end() :])
+        if after and after.group(1) not in _AFTER_AN_ADVERB:
+            continue  # which job, not how often something runs
+        out.append(m.group(0))
+    return out
+
+
+# Words that may follow a frequency said of a verb ("runs nightly at 02:00").
+_AFTER_AN_ADVERB = frozenset(
+    "at on in from by and or until since during after before unless when while".split()
+)
+
+
 def per_year(text: str) -> float | None:
     """How many times a year the page says its subject happens (is published, runs): the
     first frequency it writes."""

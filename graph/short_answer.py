@@ -1058,7 +1058,10 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         # a side of a change the sentence states ("changed to PAX_FORMAT from GNU_FORMAT")
         and not any(value.casefold() in side.casefold() for side in change_of(best.sentence) or ())
         # "how often": the period after "every" ("copies … every 15 minutes")
-        and not (_HOW_OFTEN.search(question) and _every(value).search(best.sentence))
+        and not (
+            _HOW_OFTEN.search(question)
+            and (_every(value).search(best.sentence) or per_year(value) is not None)
+        )
     ):
         return None  # the value stands apart from every word the question asks about
     return Found(value, [(best.index, best.sentence)])

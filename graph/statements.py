@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Protocol, TypeVar
 
 from graph.lexicon import prefetch, related
-from graph.measures import quantity
+from graph.measures import frequencies, quantity
 from graph.question import QuestionShape, analyse, ask_of
 from graph.support import chain_context, heading_of, question_parts
 from graph.text import (
@@ -490,6 +490,9 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
                 out.append(tok.strip("`"))
             elif _CODE.match(tok) and not _names_the_asked(tok, question):
                 out.append(tok.strip("`"))
+    if kind == "duration" and not out and {"often", "frequently"} & set(words(question)):
+        # "how often": "it ran hourly", "runs nightly"; not "every day" for "these days"
+        out += [f for f in frequencies(sentence) if (terms(f) or [""])[-1] not in terms(question)]
     if kind in {"duration", "number"} and not out and (m := _NO_BOUND.search(sentence)):
         out.append(m.group(0))  # "the socket module has no timeout", "blocks indefinitely"
     if kind == "literal" and not out and (said := default_said(sentence, question)):

@@ -16,7 +16,7 @@ README = evidence(
     "ledger-sync needs Python 3.11 or newer and a PostgreSQL 15 database. It listens on port "
     "9102 for metrics; set LEDGER_SYNC_PORT to change it.\n\n## Limits\n\nA batch holds at "
     "most 5,000 payments. Batches larger than that are split.\n\n## History\n\nledger-sync "
-    "replaced the nightly export job in March 2024.",
+    "replaced the nightly export job in March 2024. Until version 2.0 it ran hourly.",
     title="ledger-sync",
 )
 
@@ -27,6 +27,8 @@ README = evidence(
         # "how often": the period after "every"
         ("how often does ledger-sync run?", "15 minutes"),
         ("how frequently is the warehouse updated by ledger-sync?", "15 minutes"),
+        # a frequency said of the verb; "the nightly export job" says which job
+        ("how often did ledger-sync run before 2.0?", "hourly"),
         # a field's value is its own sentence, without its bracket; a team answers "who owns"
         ("who owns ledger-sync?", "Payments Platform team"),
         # the version written right after the product the question names, not a year
