@@ -348,7 +348,9 @@ def assess_support(
     if supported:
         return Verdict(True, [], supports)
     everything = set().union(*contexts) if contexts else set()
-    missing = missing_keys + [t for t in parts.constraints if t not in everything]
+    # what no passage writes at all; words written, but never together, are reported as
+    # the statement that is missing
+    missing = [t for t in missing_keys + parts.constraints if t not in everything]
     if not missing:  # every word is somewhere, but never together
         missing = [
             "a passage that states "
