@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from graph.question import QuestionShape
+from graph.question import DESCRIBED, QuestionShape
 from graph.statements import Statement, statements, superseded
 from graph.text import QUESTION_WORDS, STOPWORDS, acronyms, stem, terms, words
 from tools.evidence import Evidence
@@ -28,8 +28,6 @@ _NAME = re.compile(
 _TEAM = re.compile(
     r"^(?:[A-Z][\w&'’-]*\s+)+(?:team|group|squad|guild|department|org|organi[sz]ation)$"
 )
-# A thing the question describes by a relative clause: "the team that owns X".
-_RELATIVE = re.compile(r"\bthe\s+(?:[\w-]+\s+){1,3}?(?:that|which|who|whose)\b", re.IGNORECASE)
 # An amount that opens a value: "€250 per week", "1.35% of the payout", "800 ms".
 _AMOUNT = re.compile(r"^[€$£¥]?\d[\d,.]*(?:\s?(?:%|ms|s|m|h|GB|MB|KB|k))?")
 _MAX_VALUE_WORDS = 6
@@ -99,7 +97,7 @@ def _value(line: str, asked: set[str], shape: QuestionShape, question: str) -> s
     label, value = m.group(1).strip(), _clean(m.group(2))
     label_terms = set(terms(label)) - {stem(w) for w in STOPWORDS}
     if label_terms and (all(_meets(t, asked) for t in label_terms) or acronyms(label) & asked):
-        if shape.answer_type == "person" and _TEAM.match(value) and _RELATIVE.search(question):
+        if shape.answer_type == "person" and _TEAM.match(value) and DESCRIBED.search(question):
             # "who leads the team that owns X": "Owner: Payments team" is the hop, not who
             return None
         return _answer(value, shape)

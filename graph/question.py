@@ -410,3 +410,8 @@ def asked_phrase(question: str) -> str | None:
     ask = re.sub(r"^(what|who|which)'s\b", r"\1 is", ask, flags=re.IGNORECASE)
     m = _ASKED_OF.match(ask) or _ASKED_OWN.match(ask)
     return m.group(1).casefold() if m else None
+
+
+# "the institution that X is part of", "the county where X is located", "the team that owns
+# X": a thing the question describes by its relation to a named one.
+DESCRIBED = re.compile(r"\bthe\s+(?:[a-z-]+\s+){1,3}?(?:that|which|who|whom|whose|where)\b")

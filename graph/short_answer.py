@@ -24,6 +24,7 @@ from graph.fields import named_answer
 from graph.lexicon import related
 from graph.measures import group_size, length_m, per_year, quantity, span_s
 from graph.question import (
+    DESCRIBED,
     EVENTS,
     QuestionShape,
     analyse,
@@ -1220,13 +1221,11 @@ def _named_value(
     found: dict[str, tuple[int, int, str]] = {}
     q_low = question.casefold()
     ranked = sorted(supports, key=lambda s: (-(s.direct + s.coverage), s.index))
-    # a value sits in the kind's own paragraph: a support that runs on past a label line
-    # ("… support it.\n\ncheckpoint_timeout (integer)\n\nMaximum time …") is read a
-    # paragraph at a time
+    # a value sits in the kind's own line: a support that runs on past a label line
+    # ("… support it.\n\ncheckpoint_timeout (integer)\n\nMaximum time …"), or a field
+    # block ("Default: keepalive_requests 1000;\nContext: http"), is read a line at a time
     paragraphs = [
-        (sup, para.split())
-        for sup in ranked[:_MAX_SUPPORTS]
-        for para in re.split(r"\n\s*\n", sup.sentence)
+        (sup, line.split()) for sup in ranked[:_MAX_SUPPORTS] for line in sup.sentence.splitlines()
     ]
     for sup, toks in paragraphs:
         for i, t in enumerate(toks):
@@ -1400,15 +1399,10 @@ def _names_whole(name: str, question: str) -> bool:
     return bool(name and re.search(rf"(?<![\w.]){re.escape(name)}{after}", question, re.I))
 
 
-# "the institution that X is part of", "the county where X is located": a thing the
-# question describes by its relation to a named one.
-_DESCRIBED = re.compile(r"\bthe\s+(?:[a-z-]+\s+){1,3}?(?:that|which|who|whom|whose|where)\b")
-
-
 def _asks_of_a_relative(question: str) -> bool:
     """Is the asked value another's than the subject the question names: a relative ("X's
     father", "the director of film X") or a thing described by its relation to X?"""
-    if _DESCRIBED.search(question):
+    if DESCRIBED.search(question):
         return True
     return any(m.group(1).casefold() in _RELATIVES for m in _OF_A_RELATIVE.finditer(question))
 

@@ -203,6 +203,7 @@ _VERSION_OF = re.compile(
 )
 
 
+@lru_cache(maxsize=256)
 def versioned_product(question: str) -> str | None:
     """The product whose version a question asks ("what python version does X need?",
     "which version of postgres"), unless it asks when."""
@@ -215,6 +216,7 @@ def versioned_product(question: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=256)
 def asks_before(question: str) -> bool:
     """Does the question ask the value a change replaced ("before 3.9", "used to")?"""
     return bool(_BEFORE.search(question))
@@ -232,16 +234,11 @@ def change_of(sentence: str) -> tuple[str, str] | None:
     return None
 
 
-def _tells_before(sentence: str) -> bool:
-    return bool(_FROM_TO.search(sentence) or _TO_FROM.search(sentence) or _BEFORE.search(sentence))
-
-
-def _changed(values: list[str], sentence: str, question: str) -> list[str]:
+def _changed(values: list[str], change: tuple[str, str] | None, question: str) -> list[str]:
     """A sentence that writes a change ("raised from 10 to sys.getrecursionlimit()",
     "changed to PAX_FORMAT from GNU_FORMAT") states two values: the old one answers a
     question asking what was before, the new one any other; a value on neither side is
     not what the change states."""
-    change = change_of(sentence)
     if change is None:
         return values
     side = change[0 if asks_before(question) else 1].casefold()
@@ -431,13 +428,17 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             for name, v in owned
             if {stem(p) for p in re.split(r"[._]", name.casefold()) if p} <= q_words
         )
-    if kind != "date" and asks_before(question) != _tells_before(sentence):
+    change = change_of(sentence)
+    if (
+        kind != "date"
+        and change is None
+        and asks_before(question) != bool(_BEFORE.search(sentence))
+    ):
         # "before 3.8, what format …" is not answered by what is so now ("This is
         # currently PAX_FORMAT."): only by a change or what a sentence says was before;
         # and what was before ("Prior to version 1.19.10, the default value was 100.") is
         # not what is so now
-        if change_of(sentence) is None:
-            return ()
+        return ()
     raw = sentence.split()
     toks = [t.strip(",.;:()[]\"'“”") for t in raw]
     counted = counted_noun(question)  # "how many bytes": the number alone
@@ -500,7 +501,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     # "four megabytes (4MB)": one quantity written twice is one value
     seen: set[float] = set()
     kept: list[str] = []
-    for v in _changed(list(dict.fromkeys(out)), sentence, question):
+    for v in _changed(list(dict.fromkeys(out)), change, question):
         q = quantity(v)
         if q is None or q not in seen:
             kept.append(v)

@@ -71,15 +71,15 @@ KEYWORD_SEARCH_LEGS = ("lexical",)
 
 
 def comparison_entities(question: str, titles: TitleIndex | None) -> list[str]:
-    if not _COMPARISON.search(question) and not analyse(question).options:
+    # the options the question's structure offers ("X or Y", with or without a comma)
+    options = analyse(question).options
+    if not _COMPARISON.search(question) and not options:
         return []
     named = [base_title(t) for t in named_titles(question, titles)]
     # Prefer the longest distinct names (a title inside another one is the same entity).
     names = [n for n in named if not any(n != o and n in o for o in named)]
     if len(names) >= 2:
         return list(dict.fromkeys(names))[:3]
-    # the options the question's structure offers ("X or Y", with or without a comma)
-    options = analyse(question).options
     if len(options) >= 2:
         return list(dict.fromkeys(options))[:3]
     m = re.search(r"^\w+\s+(?:both\s+)?(.+?)\s+and\s+(.+?)\s+(?:both\s+)?\w+", question)

@@ -746,6 +746,11 @@ def test_a_change_states_the_old_value_for_before_and_the_new_one_otherwise() ->
     assert values_in(raised, "duration", "what is the default timeout?") == ("1 minute",)
     # a range is no change: both ends stay
     assert change_of("The valid range is from 30 seconds to one day.") is None
+    range_ = "The valid range is from 30 seconds to one day."
+    assert values_in(range_, "duration", "the shortest timeout allowed?") == (
+        "30 seconds",
+        "one day",
+    )
     # what is so now does not answer what was before
     assert values_in("This is currently PAX_FORMAT.", "literal", before) == ()
 
@@ -895,3 +900,9 @@ def test_a_parameter_list_gives_each_parameter_its_own_default(
     question: str, short: str | None
 ) -> None:
     assert extractive_answer(question, [CONNECT]).short_answer == short
+
+
+def test_a_kinds_value_is_read_on_its_own_line_not_the_field_above() -> None:
+    # "1m;" ends the Default line; it is no context
+    asked = "which context can client_max_body_size be used in?"
+    assert extractive_answer(asked, [DIRECTIVES]).short_answer is None
