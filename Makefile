@@ -19,7 +19,7 @@ export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
 DEMO_QUESTION ?= Ticket OPS-142 reports a spike of ERR-4012 errors. Who leads the team that owns the affected service?
 say = @printf '\n==> %s\n' "$(1)"
 
-.PHONY: setup setup-demo demo test test-unit test-integration test-e2e lint bench clean help pydocs fuzz lock
+.PHONY: setup setup-demo demo test test-unit test-integration test-e2e lint bench clean help pydocs sqlitedocs fuzz lock
 
 help:
 	@echo "make demo   venv + Python packages, ingest the sample corpus, answer a multi-hop question"
@@ -165,6 +165,12 @@ bench: setup
 pydocs:
 	test -f /usr/share/doc/python3/html/library/functools.html || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-doc >/dev/null)
 	$(PY) evalsets/pydocs/build.py
+
+# The sqlitedocs evaluation set's corpus (evalsets/sqlitedocs): the SQLite 3.40 HTML docs of
+# the Debian package sqlite3-doc, less generated pages, copied to .waypoint/sqlitedocs-corpus.
+sqlitedocs:
+	test -f /usr/share/doc/sqlite3/pragma.html || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sqlite3-doc >/dev/null)
+	$(PY) evalsets/sqlitedocs/build.py
 
 # Re-pin after changing dependencies in pyproject.toml (UPGRADE=1: newest versions allowed,
 # else the current pins are kept where they still fit). Resolved for the Python and

@@ -1,4 +1,5 @@
-"""The pydocs evaluation set: its questions, its corpus builder and the corpus.json hook."""
+"""The sets over installed documentation (pydocs, sqlitedocs): their questions, the corpus
+builder and the corpus.json hook."""
 
 from __future__ import annotations
 
@@ -10,51 +11,77 @@ from pathlib import Path
 
 import pytest
 
+from evalsets import doc_corpus
 from evalsets.corpus_spec import read_corpus_spec
+from evalsets.doc_corpus import DocSubset
 from evalsets.loaders import EvalInputError, load_acme_questions, load_questions, question_split
-from evalsets.pydocs import build, check
+from evalsets.pydocs import build as pydocs_build
+from evalsets.sqlitedocs import build as sqlitedocs_build
 from retrieval.connectors import load_path
 
-QUESTIONS = check.QUESTIONS
-MINIMUM = {"single_hop": 25, "multi_hop": 15, "comparison": 8, "identifier": 8, "unanswerable": 8}
+SETS = {
+    "pydocs": (
+        pydocs_build.SUBSET,
+        {"single_hop": 25, "multi_hop": 15, "comparison": 8, "identifier": 8, "unanswerable": 8},
+        80,
+    ),
+    "sqlitedocs": (
+        sqlitedocs_build.SUBSET,
+        {"single_hop": 8, "multi_hop": 5, "comparison": 3, "identifier": 3, "unanswerable": 4},
+        40,
+    ),
+}
+NAMES = sorted(SETS)
 
 
-def test_questions_parse_and_are_well_formed() -> None:
-    questions, skipped = load_acme_questions(QUESTIONS)
+def _questions(name: str) -> Path:
+    return doc_corpus.REPO / "evalsets" / name / "questions.jsonl"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_questions_parse_and_are_well_formed(name: str) -> None:
+    _, minimum, least = SETS[name]
+    questions, skipped = load_acme_questions(_questions(name))
     assert not skipped
-    assert len(questions) >= 80
-    rows = check.read_rows()
-    assert check.row_problems(rows) == []
+    assert len(questions) >= least
+    rows = doc_corpus.read_rows(_questions(name))
+    assert doc_corpus.row_problems(rows, name) == []
     counts = Counter(q.type for q in questions)
-    assert all(counts[t] >= n for t, n in MINIMUM.items()), counts
+    assert all(counts[t] >= n for t, n in minimum.items()), counts
     assert all(q.user == "eval" and q.groups == [] for q in questions)
 
 
-def test_every_type_is_in_both_halves() -> None:
-    halves = Counter((q.type, question_split(q.id)) for q in load_acme_questions(QUESTIONS)[0])
-    for qtype in MINIMUM:
+@pytest.mark.parametrize("name", NAMES)
+def test_every_type_is_in_both_halves(name: str) -> None:
+    questions = load_acme_questions(_questions(name))[0]
+    halves = Counter((q.type, question_split(q.id)) for q in questions)
+    for qtype in SETS[name][1]:
         assert halves[(qtype, "tune")] and halves[(qtype, "report")], qtype
 
 
 def test_row_problems_catch_bad_rows() -> None:
-    good = check.read_rows()[0]
+    good = doc_corpus.read_rows(_questions("pydocs"))[0]
     refused = {**good, "id": "x-2", "type": "unanswerable", "expect": "refuse"}
     bad_id = {**good, "id": "x-3", "gold_docs": ["wiki:a.md"]}
-    problems = check.row_problems([good, good, refused, bad_id])
+    problems = doc_corpus.row_problems([good, good, refused, bad_id], "pydocs")
     assert any("used 2 times" in p for p in problems)
     assert any(p.startswith("x-2: a refused row") for p in problems)
     assert any(p.startswith("x-3: gold id") for p in problems)
+    assert doc_corpus.row_problems([good], "sqlitedocs")  # another set's page id
 
 
-def test_gold_pages_exist_in_the_built_corpus_and_state_the_answer(tmp_path: Path) -> None:
-    spec = read_corpus_spec(QUESTIONS)
-    assert spec is not None and [s.source for s in spec.sources] == ["pydocs"]
+@pytest.mark.parametrize("name", NAMES)
+def test_gold_pages_exist_in_the_built_corpus_and_state_the_answer(
+    name: str, tmp_path: Path
+) -> None:
+    spec = read_corpus_spec(_questions(name))
+    assert spec is not None and [s.source for s in spec.sources] == [name]
     corpus = spec.sources[0].path
     if not corpus.is_dir():
-        pytest.skip(f"pydocs corpus not built ({corpus}): make pydocs")
-    rows = check.read_rows()
+        pytest.skip(f"{name} corpus not built ({corpus}): make {name}")
+    rows = doc_corpus.read_rows(_questions(name))
     gold = sorted({d for r in rows for d in r["gold_docs"]})
-    rels = [d.removeprefix("pydocs:") for d in gold]
+    rels = [d.removeprefix(f"{name}:") for d in gold]
     missing = [rel for rel in rels if not (corpus / rel).is_file()]
     assert not missing
     # Only the gold pages, at the same relative paths: the same ids and text as the whole
@@ -62,13 +89,14 @@ def test_gold_pages_exist_in_the_built_corpus_and_state_the_answer(tmp_path: Pat
     for rel in rels:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         os.symlink(corpus / rel, tmp_path / rel)
-    result = load_path(tmp_path, source="pydocs")
+    result = load_path(tmp_path, source=name)
     assert not result.failures
     pages: dict[str, list[str]] = {}
     for rec in result.records:
         pages.setdefault(str(rec.metadata["doc_id"]), []).append(rec.text)
     assert sorted(pages) == gold
-    assert check.corpus_problems(rows, {d: "\n".join(t) for d, t in pages.items()}) == []
+    joined = {d: "\n".join(t) for d, t in pages.items()}
+    assert doc_corpus.corpus_problems(rows, joined) == []
 
 
 def _acme_row(qid: str, gold: list[str]) -> dict[str, object]:
@@ -145,8 +173,9 @@ def test_build_copies_the_subset_and_prunes(tmp_path: Path) -> None:
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         (src / rel).write_text(f"<html><body><p>{rel}</p></body></html>")
     out = tmp_path / "corpus"
-    assert build.find_source(src) == src.resolve()
-    assert build.build(src, out) == (4, 0)
+    subset = pydocs_build.SUBSET
+    assert subset.find_source(src) == src.resolve()
+    assert doc_corpus.build(subset, src, out) == (4, 0)
     got = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert got == [
         "glossary.html",
@@ -154,9 +183,30 @@ def test_build_copies_the_subset_and_prunes(tmp_path: Path) -> None:
         "library/asyncio/sub.html",
         "library/functools.html",
     ]
-    assert build.build(src, out) == (0, 0)  # up to date: nothing copied
+    assert doc_corpus.build(subset, src, out) == (0, 0)  # up to date: nothing copied
     (out / "library" / "stale.html").write_text("old")
-    assert build.build(src, out) == (0, 1)
-    assert build.main(["--src", str(src), "--out", str(out), "--check"]) == 0
-    with pytest.raises(SystemExit):
-        build.find_source(tmp_path / "nowhere")
+    assert doc_corpus.build(subset, src, out) == (0, 1)
+    assert doc_corpus.build_main(subset, ["--src", str(src), "--out", str(out), "--check"]) == 0
+    with pytest.raises(SystemExit, match="make pydocs"):
+        subset.find_source(tmp_path / "nowhere")
+
+
+def test_a_top_level_subset_skips_generated_pages(tmp_path: Path) -> None:
+    src = tmp_path / "html"
+    for rel in ("pragma.html", "sitemap.html", "c3ref/open.html", "releaselog/3_40_0.html"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(f"<html><body><p>{rel}</p></body></html>")
+    subset = DocSubset(
+        name="docs",
+        package="docs-doc",
+        candidates=(src,),
+        probe="pragma.html",
+        folders=("c3ref",),
+        top_level=True,
+        skip=("sitemap.html",),
+    )
+    assert [p.as_posix() for p in subset.selected_pages(subset.find_source())] == [
+        "c3ref/open.html",
+        "pragma.html",
+    ]
+    assert sqlitedocs_build.SUBSET.top_level and "sitemap.html" in sqlitedocs_build.SUBSET.skip
