@@ -93,7 +93,12 @@ class QuestionShape:
     relation: list[str] = field(default_factory=list)  # "the director of X" -> ["director"]
 
 
-_ASK_SPLIT = re.compile(rf"{SENTENCE_END}\s+(?=[A-Z0-9\"'“(])")
+# A sentence opens with a capital, or, as people type, with a lowercase question word:
+# "the create index docs mention partial indexes. which version added them?"
+_ASK_SPLIT = re.compile(
+    rf"{SENTENCE_END}\s+(?=[A-Z0-9\"'“(]|(?:what|which|who|whose|whom|when|where|why|how|"
+    r"is|are|was|were|does|do|did|can|could|should|will|would|has|have)\b)"
+)
 
 
 def ask_of(question: str) -> str:

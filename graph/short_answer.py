@@ -44,11 +44,13 @@ from graph.statements import (
     bounded,
     carried_labels,
     change_of,
+    closes_sentence,
     counted_noun,
     counting,
     default_said,
     designated,
     entry_code,
+    is_counted,
     row_text,
     scoped,
     statements,
@@ -57,7 +59,7 @@ from graph.statements import (
     tables,
     value_kind,
 )
-from graph.support import Support, chain_context, heading_of
+from graph.support import Support, answer_type, chain_context, heading_of
 from graph.text import (
     HONORIFICS,
     NUMBER_WORDS,
@@ -1017,7 +1019,14 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         # "how many replicas": of "one primary and two replicas", the number that counts
         # replicas; a sentence counting something else states no rival
         if counted:
-            return tuple(v for v in s.values if counting(v, s.sentence, counted))
+            # a number closing a sentence that names the counted noun counts it: "limit the
+            # number of open database files to nine" (not "bytes 4 through 7 of …")
+            names_it = any(is_counted(w, counted) for w in words(s.sentence))
+            return tuple(
+                v
+                for v in s.values
+                if counting(v, s.sentence, counted) or (names_it and closes_sentence(v, s.sentence))
+            )
         return s.values
 
     bound = asks_a_bound(question)
@@ -1472,7 +1481,66 @@ def _find_short_answer(
         wh_answer(shape, question, evidence, supports)
         or tabled
         or _of_class(shape, question, evidence)
+        or _named_subject(shape, question, evidence)
     )
+
+
+# A sentence that opens by naming what it describes: '"sz" is the original uncompressed
+# size of the file', "dbdata.c | This file implements …" (a table row's first cell),
+# "`maxsize` – the largest …": a quoted or code-like name, then a separator or "is" and a
+# noun phrase ("__hash__() is used by …" says what is done with it, not what it is).
+_NAMED_OPENING = re.compile(
+    r"^\s*(?:\"([^\"\s]{1,40})\"|`([^`\s]{1,40})`|“([^”\s]{1,40})”"
+    r"|([A-Za-z_][\w-]*(?:[._][\w-]+)+(?:\(\))?))"
+    r"\s*(?:\||:|—|–|-\s|(?:is|are)\s+(?:the|a|an|one)\b)"
+)
+
+
+# "… is a song by …": the sentence classes the name it opens with.
+_CLASSED_AS = re.compile(r"\s*(?:is|are|was|were)\s+(?:a|an)\s+((?:[\w-]+\s+){0,3}[\w-]+)")
+
+
+def _opening_name(sentence: str, question: str) -> str | None:
+    """The name the sentence opens with, unless the question writes it or the sentence
+    classes it as something other than what the question asks ('"Numb" is a song' for
+    "which album")."""
+    m = _NAMED_OPENING.match(sentence)
+    if not m:
+        return None
+    group = next(i for i, g in enumerate(m.groups(), start=1) if g)
+    name = m.group(group)
+    if name.casefold() in question.casefold():
+        return None
+    classed = _CLASSED_AS.match(sentence[m.end(group) :].lstrip('"`”'))
+    asked = set(answer_type(question))
+    if classed and asked and not asked & set(terms(classed.group(1))):
+        return None
+    return name
+
+
+def _named_subject(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:
+    """ "which column stores the file's size?": the name that opens the sentence best bound
+    to the question, when that sentence describes it ('"sz" is the original uncompressed
+    size of the file') and no sentence as well bound, and saying nearly as much of the
+    question itself, opens with another name. A name the question writes is no answer
+    ("besides sqlite3recover.c, which file …")."""
+    if shape.answer_type != "entity" or value_kind(question, shape) is not None:
+        return None
+    found = statements(question, evidence)
+    # (a sentence about a thing the question names, "besides X", is its context)
+    named = [(st, n) for st in found if (n := _opening_name(st.sentence, question))]
+    if not named or named[0][0].bound < found[0].bound - _CLOSE:
+        return None
+    best, name = named[0]
+    for st in found:
+        if st is best:
+            continue
+        other = _opening_name(st.sentence, question)
+        # (its siblings in a list share its scope: what each sentence itself says decides)
+        if other and other != name and st.bound >= best.bound - _CLOSE:
+            if st.direct >= best.direct - _CLOSE:
+                return None
+    return Found(name, [(best.index, best.sentence)])
 
 
 def _of_class(shape: QuestionShape, question: str, evidence: list[Evidence]) -> Found | None:

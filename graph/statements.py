@@ -332,9 +332,25 @@ def bounded(toks: list[str], i: int) -> bool:
 
 
 def counted_noun(question: str) -> str | None:
-    """The noun "how many" counts ("how many replicas" -> "replica")."""
-    m = re.search(r"\bhow many\s+([\w-]+)", question, re.IGNORECASE)
-    return stem(m.group(1).casefold()) if m else None
+    """The noun "how many" counts ("how many replicas" -> "replica"): of a compound, its
+    head, the last noun before the verb ("how many component database files will …" ->
+    "file")."""
+    m = re.search(
+        r"\bhow many\s+(?:of\s+(?:the|these|those|its|their)\s+)?([\w-]+(?:\s+[\w-]+){0,3})",
+        question,
+        re.IGNORECASE,
+    )
+    if not m:
+        return None
+    run: list[str] = []
+    for w in m.group(1).split():
+        if w.casefold() in STOPWORDS:
+            break
+        run.append(w)
+    # "how many" takes a plural: the compound's first plural is its head ("payments" of
+    # "payments fit", "files" of "component database files")
+    plural = [w for w in run if re.fullmatch(r"[A-Za-z-]{3,}[^s\W]s", w)]
+    return stem((plural or run or m.group(1).split())[0].casefold())
 
 
 def _word_after(value: str, sentence: str) -> list[str]:
@@ -342,7 +358,7 @@ def _word_after(value: str, sentence: str) -> list[str]:
     return [toks[i + 1] for i, tok in enumerate(toks[:-1]) if tok == value]
 
 
-def _is_counted(word: str, counted: str) -> bool:
+def is_counted(word: str, counted: str) -> bool:
     """Is ``word`` the counted noun or a near synonym of it?"""
     w = stem(word.casefold())
     return w == counted or related(counted, [w])
@@ -350,7 +366,12 @@ def _is_counted(word: str, counted: str) -> bool:
 
 def counting(value: str, sentence: str, counted: str) -> bool:
     """Is the word right after ``value`` the counted noun or a near synonym?"""
-    return any(_is_counted(w, counted) for w in _word_after(value, sentence))
+    return any(is_counted(w, counted) for w in _word_after(value, sentence))
+
+
+def closes_sentence(value: str, sentence: str) -> bool:
+    """Is ``value`` written only as the sentence's last word ("… database files to nine.")?"""
+    return not _word_after(value, sentence)
 
 
 def counts_another(value: str, sentence: str, counted: str) -> bool:
@@ -359,7 +380,7 @@ def counts_another(value: str, sentence: str, counted: str) -> bool:
     not."""
     after = _word_after(value, sentence)
     return bool(after) and all(
-        w.isalpha() and w.casefold() not in STOPWORDS and not _is_counted(w, counted) for w in after
+        w.isalpha() and w.casefold() not in STOPWORDS and not is_counted(w, counted) for w in after
     )
 
 
@@ -652,8 +673,10 @@ def asked_platform(question: str) -> set[str]:
 
 def carried_labels(evidence: list[Evidence]) -> list[str]:
     """Per passage, the label of the entry it continues: a passage cut from the middle of
-    an entry ("New in version 3.11." after the entry's example) sits under the last label
-    of the passage just before it in the same document, when that one is in the evidence."""
+    an entry ("New in version 3.11." after the entry's example) sits under the label in
+    force where it begins in the passage just before it in the same document, when that
+    one is in the evidence: the last label of that passage, or, where the two overlap, the
+    last label before the overlap (a label inside the overlap is read in this passage)."""
     out: list[str] = []
     for e in evidence:
         start, label = e.locator.char_start, ""
@@ -666,9 +689,13 @@ def carried_labels(evidence: list[Evidence]) -> list[str]:
             and p.locator.char_end is not None
             and p.locator.char_start < start <= p.locator.char_end + _CHUNK_GAP
         ]
-        if before:
+        if before and start is not None:
             prev = max(before, key=lambda p: p.locator.char_start or 0)
-            labels = [b.strip().lstrip("#").strip() for b in _blocks(prev.text) if _is_label(b)]
+            labels = [
+                b.strip().lstrip("#").strip()
+                for b in _whole_blocks(prev.text, start - (prev.locator.char_start or 0))
+                if _is_label(b)
+            ]
             label = labels[-1] if labels else ""
         out.append(label)
     return out
@@ -676,6 +703,19 @@ def carried_labels(evidence: list[Evidence]) -> list[str]:
 
 # Characters a chunker may leave between two neighbouring passages (a paragraph break).
 _CHUNK_GAP = 2
+
+
+def _whole_blocks(text: str, end: int) -> list[str]:
+    """The blocks of ``text`` that end by character ``end`` (a block cut there is left
+    out: its head is no label)."""
+    out: list[str] = []
+    pos = 0
+    for block in _blocks(text):
+        at = text.find(block, pos)
+        pos = at + len(block) if at >= 0 else pos
+        if at >= 0 and pos <= end:
+            out.append(block)
+    return out
 
 
 _ITEM = re.compile(r"^\s*(?:[-*•+]\s|\d+[.)]\s|\|)")
@@ -935,6 +975,8 @@ _ASSIGNED = r"(?<![\w.]){name}\s*=\s*([-+]?[\w.'\"]+)"
 # Values a signature gives to mean "not given": what is then used is decided elsewhere
 # ("port=0": "If port is zero, the standard SMTP-over-SSL port (465) is used").
 _SENTINELS = frozenset({"None", "null", "nil", "undefined", "NULL", "...", "", "0", "-1"})
+# A metavariable standing for the value a reader chooses: "=N", "=X", "=NNN", "=<size>".
+_PLACEHOLDER = re.compile(r"[A-Z]|([A-Z])\1+|<[^<>]*>|\.\.\.")
 _ARGUMENTS = re.compile(r"([\w.]+)\(([^()]*=[^()]*)\)")  # a signature: name, arguments
 
 
@@ -969,6 +1011,8 @@ def assigned_value(question: str, evidence: list[Evidence]) -> tuple[int, str, s
             if name in plain and value in _SENTINELS:
                 # "protocol=None", "port=0": not given, and then decided elsewhere
                 continue
+            if _PLACEHOLDER.fullmatch(value):
+                continue  # "SQLITE_MAX_SCHEMA_RETRY=N": the form of a setting, not a value
             seen.setdefault(value, (n, line.strip()))
 
     for name in names:
@@ -1019,6 +1063,7 @@ def table_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str]
     if not parts.keys:
         return None
     order = {t: i for i, t in enumerate(terms(question))}
+    kind = value_kind(question)
     found: dict[str, tuple[int, str]] = {}
     for n, header, rows in tables(evidence):
         # a column is named by a question word in its header (not the row's name)
@@ -1036,8 +1081,10 @@ def table_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str]
                 continue
             last = max(named[c] for c in cols)
             heads = [c for c in cols if named[c] == last]
-            if len(heads) == 1 and row[heads[0]]:
-                found.setdefault(row[heads[0]], (n, row_text(header, row)))
+            cell = row[heads[0]] if len(heads) == 1 else ""
+            # a question asking a version or a number is not answered by a cell of words
+            if cell and (kind is None or kind == "literal" or values_in(cell, kind, question)):
+                found.setdefault(cell, (n, row_text(header, row)))
     if len(found) != 1:
         return None
     value, (n, line) = next(iter(found.items()))

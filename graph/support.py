@@ -131,6 +131,12 @@ _USING_CODE = frozenset("call calling invoke invoked invoking pass passing passe
 # Verbs that only link a thing to what it works with ("what database does X use", "which
 # python version does X need"): pages write "needs", "runs on", "backed by" as often.
 _LINKING = frozenset("use used using need require requiring".split())
+_PARTICLES = frozenset("back out off away".split())
+# How a question cites its sources ("the CREATE INDEX docs say …", "the WAL page mentions
+# …"): words about the documents speaking, which their text about its subject never needs.
+_CITING = frozenset(
+    terms("doc docs documentation page pages manual say says said mention mentions mentioned")
+)
 
 
 def question_parts(question: str) -> QuestionParts:
@@ -146,7 +152,10 @@ def question_parts(question: str) -> QuestionParts:
     *told, asked = re.split(r"[.!?]\s+", question.strip())
     # a linking verb in the ask is how it asks; in a statement before the ask ("timeit
     # uses a particular clock by default. when was …") it says what to find
-    asking = asking | (_LINKING & set(terms(asked)) - set(terms(" ".join(told))))
+    asking = asking | (_LINKING & set(terms(asked)) - set(terms(" ".join(told)))) | _CITING
+    # the particle of a phrasal verb ("what do you get back", "when does it time out")
+    # belongs to the verb's sense, which pages word their own way ("returns", "expires")
+    asking = asking | _PARTICLES
     if code_names(question):
         # "if I call str.index …", "if I don't pass nbytes": how one uses code, not words
         # its documentation writes

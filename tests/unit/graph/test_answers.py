@@ -919,3 +919,51 @@ def test_a_measure_noun_asks_a_number_and_the_value_beside_it_answers() -> None:
     assert analyse(question).answer_type == "number"
     answer = extractive_answer(question, [city])
     assert answer.short_answer == "45,210"
+
+
+def test_the_name_a_sentence_opens_with_answers_which_thing() -> None:
+    sqlar = ev(
+        "sqlar",
+        "SQLite Archive Files",
+        '"name" is the file name. "mtime" is the modification time of the file. '
+        '"sz" is the original uncompressed size of the file.',
+    )
+    answer = extractive_answer(
+        "which column stores the file's original uncompressed size?", [sqlar]
+    )
+    assert answer.short_answer == "sz"
+    build = ev(
+        "recovery",
+        "Recovery API",
+        "sqlite3recover.c | This is the main source file that implements the recovery API.\n"
+        'dbdata.c | This file implements the virtual tables "sqlite_dbdata" and '
+        '"sqlite_dbptr" that the recovery API requires.',
+    )
+    q = "besides sqlite3recover.c, which extra source file provides the sqlite_dbdata table?"
+    assert extractive_answer(q, [build]).short_answer == "dbdata.c"
+    # a sentence saying what is done with a name does not say what it is
+    frozen = ev("dataclasses", "dataclasses", "__hash__() is used by hash() on frozen instances.")
+    q = "what error do i get if i set an attribute on a frozen dataclass instance?"
+    assert extractive_answer(q, [frozen]).short_answer is None
+    # a name the sentence classes as another kind of thing answers no "which album"
+    song = ev("numb", "Numb", '"Numb" is a song by Rihanna featuring Eminem, from Unapologetic.')
+    q = "Which Eminem album included vocals from the singer of Unapologetic?"
+    assert extractive_answer(q, [song]).short_answer is None
+
+
+def test_how_a_question_cites_its_sources_is_no_word_a_page_must_write() -> None:
+    parts = question_parts(
+        "the vfs docs say the default is picked by the build. which VFS do you get back "
+        "from sqlite3_vfs_find?"
+    )
+    assert not {"doc", "say", "back"} & set(parts.constraints)
+    vfs = ev(
+        "vfs",
+        "The OS Interface",
+        'On unix systems, the "unix" VFS comes up as the default for sqlite3_vfs_find '
+        'and on windows it is "win32".',
+    )
+    answer = extractive_answer(
+        "on windows, which VFS do you get back from sqlite3_vfs_find?", [vfs]
+    )
+    assert answer.answerable

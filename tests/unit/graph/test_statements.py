@@ -13,6 +13,7 @@ from graph.statements import (
     assigned_value,
     carried_labels,
     change_of,
+    counted_noun,
     labels_another,
     release_notes,
     scoped,
@@ -906,3 +907,69 @@ def test_a_kinds_value_is_read_on_its_own_line_not_the_field_above() -> None:
     # "1m;" ends the Default line; it is no context
     asked = "which context can client_max_body_size be used in?"
     assert extractive_answer(asked, [DIRECTIVES]).short_answer is None
+
+
+def test_an_overlap_repeating_the_previous_entrys_end_is_not_under_the_next_label() -> None:
+    # The chunker cut after "Repr.maxstring" and the next chunk repeats maxlong's
+    # description first: that "The default is 40." is maxlong's, not maxstring's.
+    head_text = (
+        "Repr.maxlong\n\nMaximum characters for an integer. The default is 40.\n\nRepr.maxstring"
+    )
+    head = _chunk(3, 0, head_text)
+    overlap = head_text.index("Maximum")
+    rest = _chunk(
+        4,
+        overlap,
+        "Maximum characters for an integer. The default is 40.\n\nRepr.maxstring\n\n"
+        "Limit on the characters of a string. The default is 30.",
+    )
+    assert carried_labels([rest, head]) == ["Repr.maxlong", ""]
+    answer = extractive_answer("what is the default Repr.maxstring?", [rest, head])
+    assert answer.short_answer == "30"
+    which = extractive_answer("which default limit is bigger: maxstring or maxlong?", [head, rest])
+    assert which.short_answer == "maxlong"
+
+
+def test_a_placeholder_assigned_to_a_setting_is_no_value() -> None:
+    page = ev(
+        "compile",
+        "Compile-time Options",
+        "SQLITE_MAX_SCHEMA_RETRY=N\n\n"
+        "Whenever the schema changes, the statement is retried up to N times. "
+        "The default setting is 50 which is more than adequate.",
+    )
+    assert assigned_value("SQLITE_MAX_SCHEMA_RETRY default", [page]) is None
+    assert extractive_answer("SQLITE_MAX_SCHEMA_RETRY default", [page]).short_answer == "50"
+
+
+def test_a_table_cell_of_words_answers_no_version() -> None:
+    page = ev(
+        "omitted",
+        "Features Not Implemented",
+        "| Feature | Note |\n|---|---|\n"
+        "| Writing to VIEWs | VIEWs are read-only; the index support differs |",
+    )
+    question = (
+        "the index docs say a where clause gives a special kind of index. "
+        "what's the first version that supports that kind of index?"
+    )
+    assert value_kind(question) == "date"  # the ask is the last sentence, typed lowercase
+    assert table_value(question, [page]) is None
+
+
+def test_a_number_closing_a_sentence_that_names_the_counted_noun_counts_it() -> None:
+    page = ev(
+        "swarmvtab",
+        "The swarmvtab Virtual Table",
+        "By default, it attempts to limit the maximum number of simultaneously open "
+        "database files to nine. A frame has a value in bytes 4 through 7 of its header.",
+    )
+    files = "by default how many component database files will swarmvtab keep open at once?"
+    assert extractive_answer(files, [page]).short_answer == "nine"
+    # the head of the counted compound is its plural noun; "how many of the …" skips "of"
+    assert counted_noun("how many component database files will it keep?") == "file"
+    assert counted_noun("how many payments fit in a batch?") == "payment"
+    assert counted_noun("how many of the lock states does the pager track?") == "state"
+    # "bytes 4 through 7" numbers bytes, it does not count them
+    bytes_q = "how many bytes is the frame header of swarmvtab?"
+    assert extractive_answer(bytes_q, [page]).short_answer is None
