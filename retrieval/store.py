@@ -602,7 +602,13 @@ class Store:
             rows = (view.by_id.get(d) for d in doc_ids)
             return [d for d in rows if d is not None and _admits(flt, d)]
 
-        ranked = admitted(index.named(key, (IDENT,)))
+        # Of several documents defining the name, its own entry first: a list of names
+        # (a function index, a chapter's contents) defines many per passage, an entry's
+        # page or a reference section few.
+        ranked = sorted(
+            admitted(index.named(key, (IDENT,))),
+            key=lambda d: index.defined[d.doc_id] / max(1, d.chunk_count),
+        )
         ranked += [d for d in view.by_title.get(key, []) if d not in ranked and _admits(flt, d)]
         ranked += [d for d in view.by_entity.get(key, []) if d not in ranked and _admits(flt, d)]
         if not ranked and "." not in key:

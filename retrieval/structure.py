@@ -63,13 +63,27 @@ _IDENT_RE = re.compile(rf"(?<![\w./-])(?:{_KEY}|{_SNAKE}|{_DOTTED}|{_MEMBER})(?!
 _BACKTICK_RE = re.compile(r"`([^`\s]{2,60})`")
 _URL_RE = re.compile(r"https?://[^\s<>()\"'`\]]+[^\s<>()\"'`\].,;:!?]")
 _PATH_RE = re.compile(r"(?<![\w/.:-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}(?![\w/])")
+# A C-family declaration's return type before the function it declares: "int
+# sqlite3_snapshot_get(", "const char *sqlite3_libversion(void);", "PGconn *PQconnectdb(":
+# qualifiers, then a built-in type, a lowercase typedef (size_t, sqlite3_int64, sqlite3) or
+# a capitalised type returned by pointer ("Call sqlite3_open(" is a sentence, not this).
+_C_RETURN = (
+    r"(?:(?:const|unsigned|signed|static|extern|inline|struct|enum|public|private|"
+    r"protected)\s+)*"
+    r"(?:(?:void|int|char|short|long|float|double|bool|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|"
+    r"[a-z]+\d+)\s*\**\s+\**|[A-Z]\w*\s*\*+\s*)"
+    r"(?=[A-Za-z_]\w*\s*\()"
+)
 # What may open a line before the name it defines: list markers, table bars, emphasis, and
 # the kind an API reference writes before a name ("class asyncio.TaskGroup").
 _LINE_OPEN = re.compile(
     r"^[\s>*+|#`_-]*(?:\d+[.)]\s*)?[*_`]*"
     r"(?:(?:abstract\s+|async\s+|static\s+)?(?:class|exception|def|function|method|"
-    r"attribute|data|coroutine|interface|struct|enum)\s+(?=[\w.]+\s*(?:[(:=]|$)))?"
+    r"attribute|data|coroutine|interface|struct|enum)\s+(?=[\w.]+\s*(?:[(:=]|$))|"
+    rf"{_C_RETURN})?"
 )
+# A REPL prompt (">>> json.dumps(...)") opens a call, which defines nothing.
+_PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.)\s")
 # Code names people write without a module: CamelCase classes (TaskGroup, HTTPStatus) and
 # upper-case settings (PYTHONPATH). Read in questions only: running text has too many
 # capitalised words that are not code. A question's "McDonald" or "UNESCO" is read too;
@@ -119,6 +133,8 @@ def _defined_on_lines(text: str) -> list[str]:
     """Identifiers that open a line: a glossary entry, an error table's row, a setting."""
     out: list[str] = []
     for line in text.splitlines():
+        if _PROMPT.match(line):
+            continue
         rest = line[_LINE_OPEN.match(line).end() :]  # type: ignore[union-attr]
         m = _IDENT_RE.match(rest)
         if m and _DEFINES.match(rest, m.end()):

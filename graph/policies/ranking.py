@@ -27,6 +27,17 @@ _MAX_CORROBORATION = 3
 # itself: its hits score like direct hits (search rank, coverage of the sub-question),
 # weighted by how far the bridge is trusted.
 _REWRITE_WEIGHT = 1.5
+_LABEL_WORDS = 6  # a closing line this short, with no sentence end, is an entry's label
+
+
+def _held_text(text: str) -> str:
+    """The text a passage states: a chunk cut right after an entry's label ("Repr.maxstring"
+    closing it) holds the label, not the entry, whose text opens the next chunk."""
+    body, _, last = text.rstrip().rpartition("\n")
+    last = last.strip()
+    if body and last and len(last.split()) <= _LABEL_WORDS and last[-1] not in ".!?:;,":
+        return body
+    return text
 
 
 def rank_pool(
@@ -46,12 +57,15 @@ def rank_pool(
     q_named = {t.casefold() for t in named_titles(question, titles)}
     cov: dict[str, float] = {}
     covers: dict[str, set[str]] = {}  # the question's terms each passage holds
+    held: dict[str, set[str]] = {}  # ... in what it states, less a closing entry label
     final: dict[str, float] = {}
     by_id = {e.id: e for e in pool}
     words: dict[str, set[str]] = {}
     for e in pool:
         have = words[e.id] = set(terms(f"{e.title} {e.text}"))
         covers[e.id] = {t for t in weights if t in have}
+        stated = set(terms(f"{e.title} {_held_text(e.text)}"))
+        held[e.id] = {t for t in covers[e.id] if t in stated}
         cov[e.id] = sum(w for t, w in weights.items() if t in have) / total
         prior = max(
             (
@@ -124,14 +138,14 @@ def rank_pool(
                 # A further section of a seated page earns its own seat only by holding
                 # question terms the page's seats lack (the answer's section, not a
                 # repeat of the intro).
-                if covers[i] <= seated_docs[doc]:
+                if held[i] <= seated_docs[doc]:
                     return
             else:
                 i = best_chunk[doc]
         if i in head or len(head) >= budget:
             return
         head.append(i)
-        seated_docs.setdefault(doc, set()).update(covers[i])
+        seated_docs.setdefault(doc, set()).update(held[i])
 
     for i in keep:
         take(i)

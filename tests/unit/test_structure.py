@@ -153,6 +153,20 @@ def test_an_api_reference_defines_classes_named_in_camel_case() -> None:
     assert identifiers("The tour ended.The album sold. See http.HTTPStatus.") == ["http.HTTPStatus"]
 
 
+def test_a_c_declaration_defines_its_function_and_a_repl_call_defines_nothing() -> None:
+    text = (
+        "int sqlite3_snapshot_get(\n  sqlite3 *db,\n);\n"
+        "const char *sqlite3_libversion(void);\n"
+        "sqlite3_int64 sqlite3_last_insert_rowid(sqlite3*);\n"
+        "Call sqlite3_open_v2( first, then the_other_fn(x).\n"
+        ">>> json.dumps([1, 2])\n"
+        "... json.loads(text)\n"
+    )
+    names = {n for n, kind in document_structure([make_record("c", text)]).names if kind == IDENT}
+    assert {"sqlite3_snapshot_get", "sqlite3_libversion", "sqlite3_last_insert_rowid"} <= names
+    assert not names & {"sqlite3_open_v2", "the_other_fn", "json.dumps", "json.loads"}
+
+
 def test_a_class_member_written_without_its_module_is_code() -> None:
     text = "Repr.maxstring\n\nLimits the characters of a string's representation.\n"
     names = set(document_structure([make_record("reprlib", text, title="reprlib")]).names)

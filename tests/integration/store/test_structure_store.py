@@ -43,6 +43,29 @@ def test_identifier_index_is_added_replaced_and_deleted_with_the_document(
     assert store.catalog.structure() == ([], [], [])
 
 
+def test_of_several_pages_defining_a_name_its_own_entry_comes_first(
+    store_factory: Callable[..., Any],
+) -> None:
+    # A function index defines every name it lists; the interface's own page one.
+    listing = "\n".join(f"sqlite3_fn{i}() | interface {i}" for i in range(40))
+    store = store_factory()
+    flt = store.filter_for(None)
+    store.ingest(
+        [
+            _page("funclist.md", listing + "\nsqlite3_snapshot_get() | snapshots\n"),
+            _page(
+                "snapshot_get.md",
+                "int sqlite3_snapshot_get(\n  sqlite3 *db\n);\n\n"
+                "Only available when compiled with SQLITE_ENABLE_SNAPSHOT.",
+            ),
+        ]
+    )
+    assert _ids(store.lookup("sqlite3_snapshot_get", flt, 3)) == [
+        "wiki:snapshot_get.md",
+        "wiki:funclist.md",
+    ]
+
+
 def test_a_definition_comes_before_a_title_naming_it_and_mentions(
     store_factory: Callable[..., Any],
 ) -> None:

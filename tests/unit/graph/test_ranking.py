@@ -157,3 +157,26 @@ def test_a_hit_for_the_question_rewritten_with_the_bridge_counts_as_a_direct_hit
     assert as_rewrite["lind#0"] > as_lead["lind#0"]
     top = [i for i, _ in rank_pool(QUESTION, [bridge, *echoes, hop(True)], None, budget=4)[:4]]
     assert "lind#0" in top and "bridge#0" in top
+
+
+def test_a_chunk_cut_after_an_entrys_label_leaves_the_entry_to_the_next_chunk() -> None:
+    # The page's section ends with the label "Repr.maxstring"; the entry's text opens the
+    # next chunk. That chunk holds a question term the section only names as a label, so
+    # it earns its own seat before another page's second chunk.
+    question = "in reprlib, which default limit is bigger: maxstring or maxlong?"
+
+    def chunk(doc: str, n: int, text: str, rank: int) -> Evidence:
+        return evidence(doc, text, _search(rank)).model_copy(update={"id": f"{doc}#{n}"})
+
+    section = chunk(
+        "reprlib",
+        3,
+        "Repr.maxlong\n\nMaximum characters for an integer. The default is 40.\n\nRepr.maxstring",
+        1,
+    )
+    entry = chunk("reprlib", 4, "Repr.maxstring\n\nThe default is 30.", 9)
+    others = [chunk(f"o{i}", 0, "Notes on reprlib.", i + 2) for i in range(4)]
+    second = chunk("o0", 1, "More notes on reprlib limits.", 6)
+    pool = [section, entry, *others, second]
+    top = [i for i, _ in rank_pool(question, pool, titles=None, budget=6)[:6]]
+    assert "reprlib#4" in top and "o0#1" not in top
