@@ -33,6 +33,7 @@ from graph.text import (
     STOPWORDS,
     acronyms,
     instruction_like,
+    is_listing,
     sentences,
     stem,
     terms,
@@ -904,7 +905,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
             if label != under:
                 under, held = label, _count_keys(label, parts.keys)
             held = _count_keys(sent, parts.keys) or held
-            if instruction_like(sent):
+            if instruction_like(sent) or is_listing(sent):
                 continue
             own = _expand(set(terms(f"{label} {sent}")) | frame) | acronyms(label) | acronyms(sent)
             # How near each term is: in the sentence, its label or its page's frame; in

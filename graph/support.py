@@ -37,6 +37,7 @@ from graph.text import (
     STOPWORDS,
     acronyms,
     instruction_like,
+    is_listing,
     key_terms,
     proper_phrases,
     sentences,
@@ -305,7 +306,7 @@ def assess_support(
         # (the bridge entity) is about the question too.
         about = anchors | (set(terms(base_title(e.title))) if e.id in linked else set())
         for i, sent in enumerate(sentences(e.text)):
-            if instruction_like(sent):
+            if instruction_like(sent) or is_listing(sent):
                 continue  # data that talks like an instruction never supports an answer
             own = set(terms(sent)) | acronyms(sent)
             if not (own - parts.all_terms):

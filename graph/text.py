@@ -252,6 +252,21 @@ _INSTRUCTION_WORDS = (
 )
 
 
+_LISTING_WORDS = 12  # a run of names this long with no punctuation is a list, not a sentence
+
+
+def is_listing(text: str) -> bool:
+    """A page's list of links or names run together as one "sentence" ("aggregate
+    functions ALTER TABLE ANALYZE ATTACH DATABASE …"): long, unpunctuated, mostly
+    capitalised, with no verb linking its names. It states nothing a quote could cite."""
+    toks = text.split()
+    if len(toks) < _LISTING_WORDS or "|" in text or re.search(r"[,;:]|\.\s", text.rstrip(".")):
+        return False
+    if re.search(r"\b(?:is|are|was|were|has|have|had)\b", text):
+        return False  # a sentence says something of its names
+    return sum(t[:1].isupper() for t in toks) * 2 >= len(toks)
+
+
 @lru_cache(maxsize=_TEXT_CACHE)
 def instruction_like(text: str) -> bool:
     if text.isascii():

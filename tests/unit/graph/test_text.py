@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graph.text import sentences, terms
+from graph.text import is_listing, sentences, terms
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,17 @@ def test_a_lowercase_variable_ends_a_sentence_an_abbreviation_does_not() -> None
         "See e.g. Craig v. Boren, decided c. 1976.",
         "The U.S. Navy agreed.",
     ]
+
+
+def test_a_list_of_links_run_together_is_no_sentence() -> None:
+    assert is_listing(
+        "aggregate functions ALTER TABLE ANALYZE ATTACH DATABASE BEGIN TRANSACTION comment "
+        "COMMIT TRANSACTION core functions CREATE INDEX CREATE TABLE CREATE TRIGGER"
+    )
+    # names linked by a verb, or punctuated, are a sentence however capitalised
+    assert not is_listing(
+        "Bobbi Bacha is a Texas Private Investigator portrayed in the Sony Pictures Movie "
+        '"Suburban Madness" played by actress Sela Ward.'
+    )
+    assert not is_listing("Starring Sela Ward, Brian Kerwin, Mary Page Keller, Sean Bridgers.")
+    assert not is_listing("Partial indexes have been supported since version 3.8.0.")
