@@ -274,7 +274,7 @@ class FilesConnector(BaseConnector[FileItem]):
         if not parent[body_start:].strip():
             self.ctx.skip(raw.where, "empty document")
             return None
-        first_h1 = next((h.title for h in headings if h.level == 1 and h.title), None)
+        first_h1 = _page_h1(headings, html_title) if html_title else _first_heading(headings)
         title = str(meta.get("title") or first_h1 or html_title or PurePosixPath(raw.name).stem)
         updated = parse_time(meta.get("updated")) or parse_time(meta.get("date"))
         mtime = self._mtime(raw)
@@ -346,6 +346,30 @@ class FilesConnector(BaseConnector[FileItem]):
         if not parts:
             self.ctx.skip(raw.where, "no extractable text")
         return docs
+
+
+def _first_heading(headings: list[Any]) -> str | None:
+    return next((h.title for h in headings if h.level == 1 and h.title), None)
+
+
+# "1. Definitions", "2.3 Limits": a numbered heading opens a section of the page.
+_NUMBERED = re.compile(r"^\d+(?:\.\d+)*\.?\s")
+
+
+def _page_h1(headings: list[Any], html_title: str) -> str | None:
+    """An HTML page's own level-1 heading, which names it better than a ``<title>`` that
+    adds the site's name ("reprlib — … — Python 3.11 documentation"). A page whose
+    level-1 headings are several, or numbered ("1. Definitions"), uses them for its
+    sections, unless its ``<title>`` opens with the first ("8. Compound statements —
+    Python 3.11 documentation"): then the ``<title>`` names it."""
+    h1 = [h.title for h in headings if h.level == 1 and h.title]
+    if not h1:
+        return None
+    if html_title.casefold().startswith(h1[0].casefold()):
+        return h1[0]
+    if len(h1) == 1 and not _NUMBERED.match(h1[0]):
+        return h1[0]
+    return None
 
 
 def _first_h1(part: Converted) -> str | None:

@@ -550,3 +550,28 @@ def test_a_folder_load_tells_removed_files_from_unread_ones(tmp_path: Path) -> N
     assert broken.found is not None and broken.found.removed(["s:z.md"], set()) == []
     # One file stands for itself only.
     assert load_path(root / "page.md", source="s").found is None
+
+
+def test_an_html_page_is_named_by_its_title_when_its_h1s_are_sections(tmp_path: Path) -> None:
+    pages = {
+        # numbered level-1 headings are the page's sections: its <title> names it
+        "rowvalue.html": "<title>Row Values</title><h1>1. Definitions</h1><p>A row value.</p>"
+        "<h1>2. Syntax</h1><p>Two or more.</p>",
+        # one h1, and a <title> that adds the site's name: the h1 names it
+        "reprlib.html": "<title>reprlib — Alternate repr() — Python 3.11 docs</title>"
+        "<h1>reprlib — Alternate repr()</h1><p>Limits.</p>",
+        # a numbered h1 the <title> opens with names the page
+        "datamodel.html": "<title>3. Data model — Python 3.11 docs</title>"
+        "<h1>3. Data model</h1><p>Objects.</p><h1>4. Other</h1><p>More.</p>",
+    }
+    for name, body in pages.items():
+        (tmp_path / name).write_text(
+            f"<html><head>{body.split('</title>')[0]}</title></head>"
+            f"<body>{body.split('</title>')[1]}</body></html>"
+        )
+    titles = {r.metadata["doc_id"]: r.title for r in load_path(tmp_path, source="d").records}
+    assert titles == {
+        "d:rowvalue.html": "Row Values",
+        "d:reprlib.html": "reprlib — Alternate repr()",
+        "d:datamodel.html": "3. Data model",
+    }
