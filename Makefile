@@ -19,7 +19,7 @@ export WAYPOINT_HOME ?= $(CURDIR)/.waypoint
 DEMO_QUESTION ?= Ticket OPS-142 reports a spike of ERR-4012 errors. Who leads the team that owns the affected service?
 say = @printf '\n==> %s\n' "$(1)"
 
-.PHONY: setup setup-demo demo test test-unit test-integration test-e2e lint bench clean help pydocs sqlitedocs fuzz lock
+.PHONY: setup setup-demo demo test test-unit test-integration test-e2e lint bench clean help pydocs sqlitedocs apachedocs fuzz lock
 
 help:
 	@echo "make demo   venv + Python packages, ingest the sample corpus, answer a multi-hop question"
@@ -171,6 +171,13 @@ pydocs:
 sqlitedocs:
 	test -f /usr/share/doc/sqlite3/pragma.html || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sqlite3-doc >/dev/null)
 	$(PY) evalsets/sqlitedocs/build.py
+
+# The apachedocs evaluation set's corpus (evalsets/apachedocs): the Apache HTTP Server 2.4
+# manual's English pages from the Debian package apache2-doc, copied to
+# .waypoint/apachedocs-corpus.
+apachedocs:
+	test -f /usr/share/doc/apache2-doc/manual/en/mod/core.html || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq apache2-doc >/dev/null)
+	$(PY) evalsets/apachedocs/build.py
 
 # Re-pin after changing dependencies in pyproject.toml (UPGRADE=1: newest versions allowed,
 # else the current pins are kept where they still fit). Resolved for the Python and

@@ -1,5 +1,5 @@
-"""The sets over installed documentation (pydocs, sqlitedocs): their questions, the corpus
-builder and the corpus.json hook."""
+"""The sets over installed documentation (pydocs, sqlitedocs, apachedocs): their questions,
+the corpus builder and the corpus.json hook."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from evalsets import doc_corpus
+from evalsets.apachedocs import build as apachedocs_build
 from evalsets.corpus_spec import read_corpus_spec
 from evalsets.doc_corpus import DocSubset
 from evalsets.loaders import EvalInputError, load_acme_questions, load_questions, question_split
@@ -20,6 +21,11 @@ from evalsets.sqlitedocs import build as sqlitedocs_build
 from retrieval.connectors import load_path
 
 SETS = {
+    "apachedocs": (
+        apachedocs_build.SUBSET,
+        {"single_hop": 8, "multi_hop": 5, "comparison": 3, "identifier": 3, "unanswerable": 4},
+        40,
+    ),
     "pydocs": (
         pydocs_build.SUBSET,
         {"single_hop": 25, "multi_hop": 15, "comparison": 8, "identifier": 8, "unanswerable": 8},
