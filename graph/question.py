@@ -62,6 +62,16 @@ EVENTS: dict[str, frozenset[str]] = {
         incorporated organized written made produced recorded""".split()
     ),
 }
+# How a page states the event's date, whatever the question called it ("which came out
+# first", "which showed up first"): a person's page writes "born"; a product's, a work's
+# or an API's writes that it was released, added or introduced, in a year or "since
+# version 3.8". A comparison's search for each option carries these words.
+EVENT_WORDS: dict[str, tuple[str, ...]] = {
+    "birth": ("born",),
+    "death": ("died",),
+    "lifespan": ("born", "died"),
+    "start": ("released", "added", "introduced", "since", "version"),
+}
 _EARLY = frozenset("first earlier earliest older oldest before sooner previously".split())
 _LATE = frozenset("later latest last younger youngest newer newest after recent".split())
 _MORE = frozenset("more most larger largest bigger biggest higher highest greater".split())

@@ -16,7 +16,7 @@ from graph.extractive import extractive_answer, salient_terms
 from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
 from graph.policies.decompose import SubQuestion, candidates, holds_names, innermost
 from graph.policies.ranking import rank_pool
-from graph.question import analyse
+from graph.question import EVENT_WORDS, analyse
 from graph.text import (
     STOPWORDS,
     instruction_like,
@@ -179,7 +179,9 @@ class RulePolicy:
                         )
                     )
         if entities:
-            rest = " ".join(t for t in salient_terms(q) if not any(t in terms(e) for e in entities))
+            said = [t for t in salient_terms(q) if not any(t in terms(e) for e in entities)]
+            stated_by = EVENT_WORDS.get(analyse(q).event or "", ())
+            rest = " ".join(dict.fromkeys([*said, *(w for w in stated_by if stem(w) not in said)]))
             for e in entities:
                 calls.append(
                     ToolCall(

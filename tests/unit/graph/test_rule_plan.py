@@ -45,3 +45,17 @@ def test_each_option_is_looked_up_and_searched_with_the_compared_property() -> N
     searched = [a["query"] for tool, a in calls if tool == "search_knowledge"]
     assert any(q.startswith("maxstring ") and "reprlib" in q for q in searched)
     assert any(q.startswith("maxlong ") and "reprlib" in q for q in searched)
+
+
+def test_a_which_came_first_search_carries_the_words_pages_date_things_with() -> None:
+    # "showed up" is how the user says it; a page writes "added in version 3.15.0" or
+    # "released in 1994", so each option's search asks for those words too
+    calls = _plan("which showed up in sqlite first: row values or window functions?")
+    searched = [a["query"] for tool, a in calls if tool == "search_knowledge"]
+    for option in ("row values", "window functions"):
+        query = next(q for q in searched if q.startswith(option))
+        assert {"added", "introduced", "version", "released"} <= set(query.split())
+    born = _plan("Who was born first, Ada Lovelace or Charles Babbage?")
+    queries = [a["query"] for tool, a in born if tool == "search_knowledge"]
+    assert any(q.startswith("Ada Lovelace") and "born" in q.split() for q in queries)
+    assert not any("version" in q.split() for q in queries)
