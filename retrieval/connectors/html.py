@@ -47,6 +47,19 @@ _BOILERPLATE_NAME_RE = re.compile(
     r"footer|site-footer|page-footer|cookie-banner|cookies?|skip-link)(?:$|[\s_-])",
     re.IGNORECASE,
 )
+# Generated manuals name their furniture by compounds: DocBook's "navheader"/"navfooter",
+# "navbar", "navigation", a "page-header" or "site-footer". A class or id that starts with
+# "nav" or ends with "footer" is navigation; one that ends with "header" is, unless it
+# holds a heading (a section's header does).
+_NAV_NAME_RE = re.compile(r"(?:^|\s)(?:nav[\w-]*|[\w-]*footer)(?:$|\s)", re.IGNORECASE)
+_HEADER_NAME_RE = re.compile(r"(?:^|\s)[\w-]*header(?:$|\s)", re.IGNORECASE)
+# A block that is nearly all link text (a menu, a breadcrumb trail, a language switcher,
+# a "Prev | Up | Next" bar) is navigation whatever it is called: boilerplate detection by
+# link density. Counted only for short blocks of several links, so a paragraph that
+# links a few words, or a long table of contents section, is never in doubt.
+_NAV_MAX_CHARS = 600
+_NAV_MIN_LINKS = 3
+_NAV_LINK_SHARE = 0.8
 _MAIN_SELECTORS = ("[role=main]", "main", "#main-content")
 _HEADING_TAGS = {f"h{i}": i for i in range(1, 7)}
 _CONTAINER_TAGS = _BLOCK_TAGS | _BOILERPLATE_TAGS | {"header"}
@@ -126,8 +139,23 @@ def _is_boilerplate(node: LexborNode) -> bool:
         return tag != "header" or not _has_heading(node)
     if tag == "header" and not _has_heading(node):
         return True
-    names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
-    return bool(names.strip()) and bool(_BOILERPLATE_NAME_RE.search(names))
+    names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}".strip()
+    if names and (_BOILERPLATE_NAME_RE.search(names) or _NAV_NAME_RE.search(names)):
+        return True
+    if names and _HEADER_NAME_RE.search(names) and not _has_heading(node):
+        return True
+    return _mostly_links(node)
+
+
+def _mostly_links(node: LexborNode) -> bool:
+    text = "".join(node.text(deep=True).split())
+    if not text or len(text) > _NAV_MAX_CHARS or _has_heading(node):
+        return False
+    anchors = node.css("a")
+    if len(anchors) < _NAV_MIN_LINKS:
+        return False
+    linked = sum(len("".join(a.text(deep=True).split())) for a in anchors)
+    return linked >= _NAV_LINK_SHARE * len(text)
 
 
 def _has_heading(node: LexborNode) -> bool:

@@ -161,6 +161,35 @@ def test_html_keeps_headings_and_drops_scripts() -> None:
     assert "Projects are references, not copies." in records[1].text
 
 
+def test_html_drops_navigation_however_a_generator_names_it() -> None:
+    # DocBook's navheader/navfooter, a header div with no heading, a breadcrumb trail and a
+    # menu that are nearly all links; a paragraph with a few links and a section's header
+    # with its heading stay
+    html = (
+        "<html><body>"
+        '<div class="navheader"><table><tr><th>19.4. Resource Consumption</th></tr>'
+        '<tr><td><a href="a.html">Prev</a></td><td><a href="b.html">Up</a></td>'
+        '<td>Chapter 19. Server Configuration</td><td><a href="c.html">Next</a></td></tr>'
+        "</table></div>"
+        '<div id="page-header"><p class="menu"><a href="m.html">Modules</a> | '
+        '<a href="d.html">Directives</a> | <a href="f.html">FAQ</a></p>'
+        "<p>Apache HTTP Server Version 2.4</p></div>"
+        '<div id="path"><a href="/">Apache</a> &gt; <a href="/s">HTTP Server</a> &gt; '
+        '<a href="/d">Documentation</a> &gt; <a href="/v">Version 2.4</a></div>'
+        '<div class="section-header"><h2>Memory</h2></div>'
+        '<p>The default is <a href="units.html">128 megabytes</a>, see '
+        '<a href="kernel.html">kernel resources</a> and <a href="x.html">limits</a> '
+        "for how to raise the limits of the operating system first.</p>"
+        '<div class="navfooter"><a href="a.html">Prev</a> <a href="c.html">Next</a></div>'
+        "</body></html>"
+    )
+    text, headings, _ = html_to_text(html)
+    for furniture in ("Prev", "Resource Consumption", "Directives", "Version 2.4", "Apache >"):
+        assert furniture not in text
+    assert [h.title for h in headings] == ["Memory"]
+    assert "The default is 128 megabytes, see kernel resources and limits" in text
+
+
 def test_html_table_rows_stay_one_line_when_cells_hold_paragraphs() -> None:
     # Sphinx and DocBook wrap cell text in <p>: a row must still read as one line.
     html = (
