@@ -32,6 +32,7 @@ from graph.text import (
     QUESTION_WORDS,
     STOPWORDS,
     acronyms,
+    identifier_parts,
     instruction_like,
     is_listing,
     sentences,
@@ -444,7 +445,7 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     if owned:
         # "Optional argument n (default 3) ... cutoff (default 0.6)": each default is its
         # own name's; the asked name's, or none of them
-        q_words = _expand(set(terms(question))) | {stem(w) for w in words(question)}
+        q_words = expand_terms(question) | {stem(w) for w in words(question)}
         return tuple(
             v
             for name, v in owned
@@ -756,7 +757,7 @@ def _notes_the_subject(
         return True
     about = m.group(1).strip()
     if about:
-        return bool(_expand(set(terms(about))) & set(need))
+        return bool(expand_terms(about) & set(need))
     return all(reach.get(k, 0.0) >= _NEAR[1] for k in keys)
 
 
@@ -791,7 +792,7 @@ def labels_another(label: str, question: str) -> bool:
     if any(n in low or n.rsplit(".", 1)[-1] == own.rsplit(".", 1)[-1] for n in named):
         return False
     parts = {p for p in re.split(r"[._]", own) if len(p) >= 3}
-    asked = _expand(set(terms(question)))
+    asked = expand_terms(question)
     # The question's words describe the entry: a part written whole ("shared", "buffers")
     # or inside a word ("mem" of "memory", "level" of "maxlevel", "site" of "Sitemap"). A
     # question naming other code ("robots.txt") may still describe the entry so; one that
@@ -803,8 +804,9 @@ def labels_another(label: str, question: str) -> bool:
 
 
 def expand_terms(text: str) -> set[str]:
-    """The terms of ``text`` with the parts of its identifiers."""
-    return _expand(set(terms(text)))
+    """The terms of ``text`` with the parts of its identifiers (``max_workers``,
+    ``KeepAliveTimeout``)."""
+    return _expand(set(terms(text))) | identifier_parts(text)
 
 
 def _expand(ts: set[str]) -> set[str]:
@@ -820,14 +822,14 @@ def _weights(q_terms: list[str], evidence: list[Evidence]) -> dict[str, float]:
     """Rarer in the evidence at hand weighs more: a word every passage shares says little."""
     df: Counter[str] = Counter()
     for e in evidence:
-        have = _expand(set(terms(f"{e.title} {e.text}")))
+        have = expand_terms(f"{e.title} {e.text}")
         df.update(t for t in q_terms if t in have)
     n = max(len(evidence), 1)
     return {t: math.log(1 + n / (1 + df[t])) + 0.1 for t in q_terms}
 
 
 def _count_keys(text: str, keys: list[str]) -> int:
-    have = _expand(set(terms(text)))
+    have = expand_terms(text)
     return sum(k in have for k in keys)
 
 
@@ -885,7 +887,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
     platform = asked_platform(question)
     items = [{m.group(1).casefold() for m in _PARAMETER_ITEM.finditer(e.text)} for e in evidence]
     for n, e in enumerate(evidence, start=1):
-        frame = set(terms(f"{e.title} {heading_of(e)}"))
+        frame = expand_terms(f"{e.title} {heading_of(e)}")
         # Names the question holds may be met on the page a hop came from.
         chain = contexts[n - 1] if e.id in linked else set()
         held, under = 0, None
@@ -897,7 +899,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
             if i == 0 or label != read[i - 1][1]:
                 entries.append(set())
             if label:  # a passage under no label is no entry: its sentences stay apart
-                entries[-1] |= _expand(set(terms(read[i][0])))
+                entries[-1] |= expand_terms(read[i][0])
         entry = -1
         for i, (sent, label, scope) in enumerate(read):
             if i == 0 or label != read[i - 1][1]:
@@ -907,14 +909,17 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
             held = _count_keys(sent, parts.keys) or held
             if instruction_like(sent) or is_listing(sent):
                 continue
-            own = _expand(set(terms(f"{label} {sent}")) | frame) | acronyms(label) | acronyms(sent)
+            own = (
+                _expand(set(terms(f"{label} {sent}")) | frame)
+                | identifier_parts(f"{label} {sent}")
+                | acronyms(label)
+                | acronyms(sent)
+            )
             # How near each term is: in the sentence, its label or its page's frame; in
             # its paragraph; in an earlier paragraph of its entry or a page a hop came from.
-            reach = {
-                t: _FAR for t in _expand(set(terms(" ".join(scope[2:])))) | chain | entries[entry]
-            }
+            reach = {t: _FAR for t in expand_terms(" ".join(scope[2:])) | chain | entries[entry]}
             for block, factor in reversed(list(zip(scope, _NEAR, strict=False))):
-                reach.update({t: factor for t in _expand(set(terms(block)))})
+                reach.update({t: factor for t in expand_terms(block)})
             reach.update({t: 1.0 for t in own})
             if not all(k in reach for k in parts.keys):
                 continue

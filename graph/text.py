@@ -79,8 +79,14 @@ def words(text: str) -> list[str]:
     return list(_words(text))
 
 
+# An acronym's plural ("IPs", "VMs", "URLs") is the acronym: "ips" would meet no page that
+# writes "IP address". Only capitals before the s: "Ms" and "Bus" stay words.
+_ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")
+
+
 @lru_cache(maxsize=_TEXT_CACHE)
 def _words(text: str) -> tuple[str, ...]:
+    text = _ACRONYM_PLURAL.sub(r"\1", text)
     if text.isascii():
         # The same words: ASCII casefolds as it lowercases, word for word, and holds no ’.
         found = _WORD.findall(text.lower())
@@ -164,6 +170,29 @@ def _proper_phrases(text: str) -> tuple[str, ...]:
             continue
         out[phrase] = None
     return tuple(out)
+
+
+# A name written in camel case ("KeepAliveTimeout", "SubstituteMaxLineLength") joins words
+# a question writes apart ("keep alive timeout", "max line length").
+_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b|\b[A-Z]{2,}[a-z][A-Za-z]*\b")
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+
+
+def identifier_parts(text: str) -> frozenset[str]:
+    """The words inside the text's identifiers, as terms: ``KeepAliveTimeout`` says "keep",
+    "alive", "timeout"; ``max_line_length`` and ``os.path`` say theirs. Parts shorter than
+    three letters are left out (``SSLProtocol`` says "ssl" and "protocol")."""
+    return _identifier_parts(text)
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _identifier_parts(text: str) -> frozenset[str]:
+    out: set[str] = set()
+    for name in _CAMEL.findall(text):
+        out.update(terms(" ".join(p for p in _CAMEL_PART.findall(name) if len(p) >= 3)))
+    for name in re.findall(r"\b\w+(?:[_.]\w+)+\b", text):
+        out.update(terms(" ".join(p for p in re.split(r"[_.]", name) if len(p) >= 3)))
+    return frozenset(out)
 
 
 def acronyms(text: str) -> frozenset[str]:

@@ -206,8 +206,9 @@ def test_the_ascii_fast_paths_answer_as_the_patterns_do() -> None:
     ]
     words_in = [" ".join(rng.sample(t._INSTRUCTION_WORDS, 2)) + tail for tail in ("", ":", " x")]
     for text in samples + words_in:
+        plain = t._ACRONYM_PLURAL.sub(r"\1", text)  # "IPs" is "IP" on both paths
         assert t._words.__wrapped__(text) == tuple(
-            t._unaccented(w.casefold()).strip("'’") for w in t._WORD.findall(text)
+            t._unaccented(w.casefold()).strip("'’") for w in t._WORD.findall(plain)
         ), text
         assert t.instruction_like.__wrapped__(text) == bool(t._INSTRUCTION_LIKE.search(text)), text
     assert t.instruction_like.__wrapped__("ſystem: x")  # searched: not ASCII

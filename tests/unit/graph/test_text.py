@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graph.text import is_listing, sentences, terms
+from graph.text import identifier_parts, is_listing, sentences, terms
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,9 @@ from graph.text import is_listing, sentences, terms
         # a small number is one term however it is written
         ("if the timeout is set to zero", ["timeout", "set", "0"]),
         ("timeout=0 and two replicas", ["timeout", "0", "2", "replica"]),
+        # an acronym's plural is the acronym ("IPs" meets "IP address"); "Ms" is no plural
+        ("client IPs on two VMs", ["client", "ip", "2", "vm"]),
+        ("Ms Smith", ["ms", "smith"]),
     ],
 )
 def test_content_terms(text: str, expected: list[str]) -> None:
@@ -51,3 +54,12 @@ def test_a_list_of_links_run_together_is_no_sentence() -> None:
     )
     assert not is_listing("Starring Sela Ward, Brian Kerwin, Mary Page Keller, Sean Bridgers.")
     assert not is_listing("Partial indexes have been supported since version 3.8.0.")
+
+
+def test_identifier_parts_are_the_words_a_question_writes_apart() -> None:
+    assert identifier_parts("SubstituteMaxLineLength 1m") == {"substitute", "max", "line", "length"}
+    assert identifier_parts("KeepAliveTimeout") == {"keep", "alive", "timeout"}
+    assert identifier_parts("SSLProtocol") == {"ssl", "protocol"}
+    assert identifier_parts("shared_buffers, os.path") == {"shared", "buffer", "path"}
+    # plain words, sentence-initial capitals and acronyms hold no parts
+    assert identifier_parts("The HTTP server Listen directive") == frozenset()
