@@ -23,7 +23,7 @@ the fee sentence has no Baltic Freightways in its context, the Baltic sentence h
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from graph.lexicon import prefetch, related
 from graph.question import (
@@ -36,6 +36,7 @@ from graph.question import (
 from graph.text import (
     STOPWORDS,
     acronyms,
+    identifier_parts,
     instruction_like,
     is_listing,
     key_terms,
@@ -78,6 +79,8 @@ class QuestionParts:
     constraints: list[str]  # the rest of what is asked about (share covered)
     answer_type: list[str]  # "which firm" -> ["firm"]: counted only when stated with a value
     all_terms: set[str] = field(default_factory=set)
+    # constraints only the sentences before the ask write: the asker's situation
+    situation: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -133,6 +136,8 @@ _USING_CODE = frozenset("call calling invoke invoked invoking pass passing passe
 # python version does X need"): pages write "needs", "runs on", "backed by" as often.
 _LINKING = frozenset("use used using need require requiring".split())
 _PARTICLES = frozenset("back out off away".split())
+# a command-line option ("passing -C", "with --force"): using a program, as code is used
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 # How a question cites its sources ("the CREATE INDEX docs say …", "the WAL page mentions
 # …"): words about the documents speaking, which their text about its subject never needs.
 _CITING = frozenset(
@@ -157,10 +162,12 @@ def question_parts(question: str) -> QuestionParts:
     # the particle of a phrasal verb ("what do you get back", "when does it time out")
     # belongs to the verb's sense, which pages word their own way ("returns", "expires")
     asking = asking | _PARTICLES
-    if code_names(question):
+    if code_names(question) or _OPTION.search(question):
         # "if I call str.index …", "if I don't pass nbytes": how one uses code, not words
         # its documentation writes
         asking = asking | _USING_CODE
+    # "going to be called": the future's auxiliary, not a word of the answer's page
+    asking = asking | ({"going"} if re.search(r"\bgoing to\b", asked, re.I) else set())
     constraints = [
         t
         for t in q_terms
@@ -170,7 +177,15 @@ def question_parts(question: str) -> QuestionParts:
         and t not in asking
         and not _verb_like(t)
     ]
-    return QuestionParts(keys, constraints, sorted(kind), set(q_terms))
+    # Sentences before the ask tell the asker's situation ("about to build httpd on a small
+    # VM.", "our pages are one giant line and mod_substitute chokes on them."): its names
+    # stay keys; its common words are the asker's, which the answer's page may not write.
+    situation = frozenset(terms(" ".join(told))) - set(terms(asked)) - set(keys)
+    # An acronym there ("a small VM", "one giant line of HTML") names a kind of thing, as
+    # a common noun does; an identifier or a capitalised name stays a key the answer needs.
+    common = {t for t in terms(" ".join(re.findall(r"\b[A-Z]{2,5}\b", " ".join(told))))}
+    situation |= {k for k in keys if k in common and k not in terms(asked)}
+    return QuestionParts(keys, constraints, sorted(kind), set(q_terms), situation)
 
 
 def heading_of(e: Evidence) -> str:
@@ -301,14 +316,14 @@ def assess_support(
     # again with paraphrase when exact words support no answer.
     pending: list[tuple[Support, set[str], list[bool], int]] = []
     for n, (e, ctx) in enumerate(zip(evidence, contexts, strict=True), start=1):
-        frame = set(terms(f"{e.title} {heading_of(e)}"))
+        frame = set(terms(f"{e.title} {heading_of(e)}")) | identifier_parts(heading_of(e))
         # On a page reached by following a mention, a sentence about the page's subject
         # (the bridge entity) is about the question too.
         about = anchors | (set(terms(base_title(e.title))) if e.id in linked else set())
         for i, sent in enumerate(sentences(e.text)):
             if instruction_like(sent) or is_listing(sent):
                 continue  # data that talks like an instruction never supports an answer
-            own = set(terms(sent)) | acronyms(sent)
+            own = set(terms(sent)) | acronyms(sent) | identifier_parts(sent)
             if not (own - parts.all_terms):
                 continue  # says nothing the question does not: no candidate answer
             if not (own & about or frame & anchors):
@@ -357,6 +372,17 @@ def assess_support(
     supported = bool(supports) and not missing_keys
     if supported:
         return Verdict(True, [], supports)
+    if parts.situation & {*parts.constraints, *parts.keys}:
+        # Asked again without the situation's words: a passage that states what the ask
+        # asks supports the answer though it does not retell the asker's situation (the
+        # situation's words still pick the sentences when some passage has them too).
+        asked = replace(
+            parts,
+            keys=[k for k in parts.keys if k not in parts.situation],
+            constraints=[t for t in parts.constraints if t not in parts.situation],
+            situation=frozenset(),
+        )
+        return assess_support(question, evidence, asked)
     everything = set().union(*contexts) if contexts else set()
     # what no passage writes at all; words written, but never together, are reported as
     # the statement that is missing

@@ -967,3 +967,64 @@ def test_how_a_question_cites_its_sources_is_no_word_a_page_must_write() -> None
         "on windows, which VFS do you get back from sqlite3_vfs_find?", [vfs]
     )
     assert answer.answerable
+
+
+def test_a_question_writing_an_identifiers_words_apart_is_met_by_the_identifier() -> None:
+    # "max line length" is SubstituteMaxLineLength's own name: the entry states the
+    # answer, and no word is missing
+    page = ev(
+        "mod_substitute.html",
+        "Apache Module mod_substitute",
+        "SubstituteMaxLineLength can be set in httpd 2.4.11 and later.",
+    )
+    question = "since which release can the max line length of mod_substitute be changed?"
+    verdict = assess_support(question, [page])
+    assert verdict.supported, verdict.missing
+
+
+def test_the_askers_situation_is_not_what_the_answer_page_must_write() -> None:
+    page = ev(
+        "install.html",
+        "Compiling and Installing",
+        "Disk Space: Make sure you have at least 50 MB of temporary free disk space available.",
+    )
+    told = (
+        "about to build httpd from source on a small VM. "
+        "how much free temporary disk space should I have before starting?"
+    )
+    assert assess_support(told, [page]).supported
+    # the situation's own name stays needed when the ask speaks of it ("its default")
+    named = ev(
+        "core.html", "Apache Core Features", "The default for KeepAliveTimeout is 5 seconds."
+    )
+    invented = (
+        "rather than passing -T every time, is there a DocumentRootCheck directive? "
+        "what's its default?"
+    )
+    assert not assess_support(invented, [named]).supported
+
+
+def test_how_a_question_speaks_is_not_what_a_page_writes() -> None:
+    cookie = ev(
+        "mod_usertrack.html",
+        "Apache Module mod_usertrack",
+        "CookieName Directive\n\nDefault: | CookieName Apache\n\n"
+        "With CookieTracking on, this directive allows you to change the name of the "
+        "cookie this module uses for its tracking purposes. By default the cookie is "
+        "named Apache.",
+    )
+    # "going to be called": the future's auxiliary
+    assert assess_support(
+        "what's the tracking cookie of CookieTracking going to be called?", [cookie]
+    ).supported
+    cost = ev(
+        "htpasswd.html",
+        "htpasswd",
+        "-C: This flag is only allowed in combination with -B (bcrypt encryption). It sets "
+        "the computing time used for the bcrypt algorithm (higher is more secure but "
+        "slower, default: 5, valid: 4 to 17).",
+    )
+    # "passing -C" uses the program, as "calling f()" uses code
+    assert assess_support(
+        "with htpasswd -B and without passing -C, what bcrypt cost is used?", [cost]
+    ).supported
