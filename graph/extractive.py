@@ -237,6 +237,23 @@ def _bound_statements(
     return picked
 
 
+_HEADING_MAX_WORDS = 8
+
+
+def _heading_like(line: str, value: str | None) -> bool:
+    """A short line with no sentence end, no number and no field separator: a title, a
+    heading or a field's label, not a statement. A line holding the answer's value is
+    never one."""
+    text = line.strip().rstrip("¶").strip()
+    if value and value.casefold() in text.casefold():
+        return False
+    return (
+        0 < len(text.split()) <= _HEADING_MAX_WORDS
+        and not text.endswith((".", "!", "?", '"', ")"))
+        and not re.search(r"\d|\||=", text)
+    )
+
+
 def salient_terms(question: str) -> list[str]:
     return [t for t in terms(question) if t not in QUESTION_WORDS]
 
@@ -316,7 +333,11 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
         picked = _with_chain(picked, evidence, supports, question)
         picked.sort()
     q_terms = set(terms(question))
-    lines = [f"{neutralise_markers(quote(sent, q_terms, value))} [{n}]" for n, sent in picked]
+    quoted = [(n, quote(sent, q_terms, value)) for n, sent in picked]
+    # A heading or a label quoted alone ("Apache Module mod_ssl", "Technical Solution ¶",
+    # "join-clause:") states nothing: it is not a claim, unless it is all there is.
+    stating = [(n, q) for n, q in quoted if not _heading_like(q, value)] or quoted
+    lines = [f"{neutralise_markers(q)} [{n}]" for n, q in stating]
     return Answer(
         text="\n".join(lines),
         answerable=True,

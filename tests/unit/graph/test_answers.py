@@ -1028,3 +1028,25 @@ def test_how_a_question_speaks_is_not_what_a_page_writes() -> None:
     assert assess_support(
         "with htpasswd -B and without passing -C, what bcrypt cost is used?", [cost]
     ).supported
+
+
+@pytest.mark.parametrize(
+    ("line", "value", "heading"),
+    [
+        ("Apache Module mod_ssl", None, True),
+        ("Technical Solution ¶", None, True),
+        ("join-clause:", None, True),
+        ("Terms Used to Describe Directives", None, True),
+        # statements, field rows, numbers and the answer's own value are claims
+        ("The module will keep a diary of what has been pushed.", None, False),
+        ("Default: | DeflateBufferSize 8096", None, False),
+        ("Available in versions 2.2.12 and later", None, False),
+        ("CookieName Apache", "Apache", False),
+    ],
+)
+def test_a_heading_or_label_is_not_quoted_as_a_claim(
+    line: str, value: str | None, heading: bool
+) -> None:
+    from graph.extractive import _heading_like
+
+    assert _heading_like(line, value) is heading
