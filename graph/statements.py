@@ -32,6 +32,7 @@ from graph.text import (
     QUESTION_WORDS,
     STOPWORDS,
     acronyms,
+    camel_case,
     identifier_parts,
     instruction_like,
     is_listing,
@@ -451,6 +452,13 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
             for name, v in owned
             if {stem(p) for p in re.split(r"[._]", name.casefold()) if p} <= q_words
         )
+    if kind in {"number", "duration"} and _DEFAULT_FIELD.search(sentence):
+        # a reference entry's "Default:" field ("Default: | LDAPRetries 3") states the
+        # entry's value after its name, as its syntax writes it: a number there is the
+        # value, not a release's designation ("Python 3")
+        said = default_said(sentence, question)
+        if said and said[:1].isdigit():
+            return (said,)
     change = change_of(sentence)
     if (
         kind != "date"
@@ -546,7 +554,7 @@ _SAID_MAX_WORDS = 6
 
 # A reference entry's field line: "Default: keepalive_timeout 75s;", "Default value: 8".
 _DEFAULT_FIELD = re.compile(
-    r"^[\s*_|]*defaults?(?:\s+value)?[*_]*\s*[:|=]\s*[*_`]*(.+?)[*_`]*\s*;?\s*$",
+    r"^[\s*_|]*defaults?(?:\s+value)?[*_]*\s*[:|=](?:\s*\|)?\s*[*_`]*(.+?)[*_`]*\s*;?\s*$",
     re.IGNORECASE | re.MULTILINE,
 )
 
@@ -557,7 +565,7 @@ def default_said(sentence: str, question: str) -> str | None:
         return None
     said = m.group(1).strip().strip("`")
     toks = said.split()
-    if m.re is _DEFAULT_FIELD and len(toks) > 1 and _CODE.match(toks[0]):
+    if m.re is _DEFAULT_FIELD and len(toks) > 1 and (_CODE.match(toks[0]) or camel_case(toks[0])):
         # the entry's name repeated before its value, as a directive's syntax writes it
         said = " ".join(toks[1:])
     first = said.split()[0].casefold() if said else ""
@@ -859,9 +867,12 @@ def _names_parameter(name: str, question: str) -> bool:
     return bool(re.search(rf"\bdefaults?\s+(?:\w+\s+)?{n}\b|\b{n}\s+defaults?\b", question, re.I))
 
 
-def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
+def statements(
+    question: str, evidence: list[Evidence], unasked: frozenset[str] = frozenset()
+) -> list[Statement]:
     """Sentences whose scope binds the question's names and most of its terms, best first;
-    for a question asking a value, only sentences that write one."""
+    for a question asking a value, only sentences that write one. ``unasked``: terms left
+    out of the binding (the asker's situation, when nothing binds it too)."""
     shape = analyse(question)
     kind = value_kind(question, shape)
     parts = question_parts(question)
@@ -875,7 +886,7 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
         typed |= _BOUND_PHRASING
     counted = counted_noun(question) if kind == "number" else None
     q_terms = [t for t in dict.fromkeys(terms(question)) if t not in QUESTION_WORDS]
-    need = [t for t in q_terms if t not in typed]
+    need = [t for t in q_terms if t not in typed and t not in unasked]
     if not need:
         return []
     weight = _weights(q_terms, evidence)
@@ -971,6 +982,12 @@ def statements(question: str, evidence: list[Evidence]) -> list[Statement]:
         )
     out = [s for s in out if s.bound >= MIN_BOUND]
     out.sort(key=lambda s: (-round(s.bound, 6), -s.direct, -s.subject, s.index))
+    if not out and not unasked and parts.keys and parts.situation - set(parts.keys):
+        # the sentences before the ask told the asker's situation ("our directory server
+        # times out every now and then."); a value stated without retelling it still
+        # answers, in an entry that names what the question names
+        retold = statements(question, evidence, parts.situation - set(parts.keys))
+        return [st for st in retold if st.subject]
     return out
 
 

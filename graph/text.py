@@ -178,6 +178,12 @@ _CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b|\b[A-Z]{2,}[a-z][A-Za-z]*
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 
 
+def camel_case(word: str) -> bool:
+    """Is ``word`` one name made of several capitalised words ("LDAPRetries",
+    "KeepAliveTimeout")?"""
+    return bool(_CAMEL.fullmatch(word))
+
+
 def identifier_parts(text: str) -> frozenset[str]:
     """The words inside the text's identifiers, as terms: ``KeepAliveTimeout`` says "keep",
     "alive", "timeout"; ``max_line_length`` and ``os.path`` say theirs. Parts shorter than

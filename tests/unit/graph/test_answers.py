@@ -1050,3 +1050,32 @@ def test_a_heading_or_label_is_not_quoted_as_a_claim(
     from graph.extractive import _heading_like
 
     assert _heading_like(line, value) is heading
+
+
+_LDAP_RETRIES = (
+    "LDAPRetries Directive ¶\n\n"
+    "Description: | Configures the number of LDAP server retries.\n"
+    "Syntax: | LDAPRetries number-of-retries\n"
+    "Default: | LDAPRetries 3\n"
+    "Context: | server config\n"
+    "Module: | mod_ldap\n\n"
+    "The server will retry failed LDAP requests up to LDAPRetries times. Setting this "
+    "directive to 0 disables retries."
+)
+
+
+def test_a_reference_entrys_default_field_gives_the_value_after_the_entrys_name() -> None:
+    # "Default: | LDAPRetries 3": a table cell, then the directive's own name, then its value
+    page = ev("mod_ldap.html", "Apache Module mod_ldap", _LDAP_RETRIES)
+    for question in ("what is the default of LDAPRetries?", "LDAPRetries default"):
+        assert extractive_answer(question, [page]).short_answer == "3"
+
+
+def test_a_value_question_after_a_situation_is_answered_by_the_entry_that_states_it() -> None:
+    page = ev("mod_ldap.html", "Apache Module mod_ldap", _LDAP_RETRIES)
+    question = (
+        "our directory server times out every now and then. out of the box, how many "
+        "times does httpd retry a failed LDAP request?"
+    )
+    answer = extractive_answer(question, [page])
+    assert answer.answerable and "LDAPRetries 3" in answer.text
