@@ -214,9 +214,18 @@ def versioned_product(question: str) -> str | None:
         return None
     for m in _VERSION_OF.finditer(ask_of(question)):
         for product in (m.group(1), m.group(2)):
-            if product and product.casefold() not in QUESTION_WORDS | STOPWORDS:
-                return product.casefold()
+            low = (product or "").casefold()
+            if low and low not in QUESTION_WORDS | STOPWORDS | _WHICH_VERSION:
+                return low
     return None
+
+
+# Words that pick a version, not a product: "the oldest version of windows", "the minimum
+# version of openssl", "the latest release".
+_WHICH_VERSION = frozenset(
+    """oldest earliest newest latest minimum min maximum max first last current required
+    supported lowest highest older newer recent minimal""".split()
+)
 
 
 @lru_cache(maxsize=256)

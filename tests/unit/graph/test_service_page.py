@@ -50,6 +50,10 @@ def test_the_product_whose_version_is_asked() -> None:
     # a question asking when asks a date, not a product's version
     assert versioned_product("when was the python version bumped?") is None
     assert versioned_product("which version added TaskGroup?") is None
+    # a word that picks a version is not the product
+    q = "whats the oldest version of windows that apache 2.4 will actually run on?"
+    assert versioned_product(q) == "windows"
+    assert versioned_product("the minimum version of openssl it needs?") == "openssl"
 
 
 def test_an_attribute_the_page_never_names_is_refused_not_answered_by_another() -> None:
