@@ -111,6 +111,31 @@ _ASK_SPLIT = re.compile(
 )
 
 
+# How people ask for a default without the word: "if I don't pass -C", "without setting
+# it", "unless I rename it", "out of the box", "left unset". The phrase says the value asked
+# is the one that holds when nobody chooses another.
+_USING = (
+    r"(?:pass|passing|set|setting|specify|specifying|give|giving|supply|supplying|provide|"
+    r"providing|change|changing|configure|configuring|touch|touching|override|overriding|"
+    r"rename|renaming|add|adding|use|using)"
+)
+_DEFAULT_IDIOM = re.compile(
+    r"\bout[- ]of[- ]the[- ]box\b"
+    rf"|\b(?:if|when)\s+(?:i|you|we|one|they)\s+(?:don'?t|do\s+not|never)\s+(?:\w+\s+){{0,2}}?{_USING}\b"
+    rf"|\b(?:don'?t|do\s+not|never)\s+bother\s+(?:to\s+)?{_USING}\b"
+    rf"|\bwithout\s+(?:\w+\s+)?{_USING}\b"
+    rf"|\bunless\s+(?:i|you|we|one|they|told)\b(?:\s+(?:\w+\s+){{0,2}}?{_USING}\b)?"
+    r"|\bleft\s+(?:unset|alone|blank|empty|out)\b|\bnot\s+(?:set|specified|given|configured)\b"
+    r"|\b(?:leave|leaving)\s+(?:it\s+|that\s+)?out\b|\bomit(?:s|ted|ting)?\b",
+    re.IGNORECASE,
+)
+
+
+def default_idioms(question: str) -> list[str]:
+    """The phrases by which ``question`` asks for a default without saying "default"."""
+    return [m.group(0) for m in _DEFAULT_IDIOM.finditer(question)]
+
+
 def ask_of(question: str) -> str:
     """The sentence that asks ("Ticket X spiked. Who leads ...?" -> "Who leads ...?")."""
     # Sentences, but an initial ("J. G. Farrell") does not end one.

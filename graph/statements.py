@@ -568,8 +568,14 @@ _DEFAULT_FIELD = re.compile(
 )
 
 
+# Inline, as a list of properties writes it: "(higher is slower, default: 5, valid: 4 to
+# 17)", "default=30".
+_DEFAULT_INLINE = re.compile(r"\bdefault\s*[:=]\s*`?([^,;()`\s][^,;()`]*?)`?\s*(?:[,;)]|$)", re.I)
+
+
 def default_said(sentence: str, question: str) -> str | None:
     m = _DEFAULT_IS.search(sentence) or _DEFAULT_FIELD.search(sentence)
+    m = m or _DEFAULT_INLINE.search(sentence)
     if m is None:
         return None
     said = m.group(1).strip().strip("`")

@@ -30,6 +30,7 @@ from graph.question import (
     SHARED_CUES,
     analyse,
     asked_phrase,
+    default_idioms,
     options_terms,
     shared_subjects,
 )
@@ -166,6 +167,9 @@ def question_parts(question: str) -> QuestionParts:
         # "if I call str.index …", "if I don't pass nbytes": how one uses code, not words
         # its documentation writes
         asking = asking | _USING_CODE
+    # "if I don't pass -C", "unless I rename it", "out of the box": how a question asks
+    # for a default, which pages write "default"
+    asking = asking | set(terms(" ".join(default_idioms(question))))
     # "going to be called": the future's auxiliary, not a word of the answer's page
     asking = asking | ({"going"} if re.search(r"\bgoing to\b", asked, re.I) else set())
     constraints = [

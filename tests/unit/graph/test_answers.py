@@ -1079,3 +1079,35 @@ def test_a_value_question_after_a_situation_is_answered_by_the_entry_that_states
     )
     answer = extractive_answer(question, [page])
     assert answer.answerable and "LDAPRetries 3" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("question", "idiom"),
+    [
+        ("with htpasswd -B, if I don't bother passing -C, what cost is used?", "bother passing"),
+        ("what's the cookie going to be called unless i rename it?", "unless i rename"),
+        ("out of the box, how many times does httpd retry?", "out of the box"),
+        ("which port does it use when I don't set the port option?", "don't set"),
+        ("if I leave out -p, which port does fcgistarter listen on?", "leave out"),
+        ("what is the default port?", None),
+    ],
+)
+def test_a_default_asked_without_the_word(question: str, idiom: str | None) -> None:
+    from graph.question import default_idioms
+
+    found = " ".join(default_idioms(question))
+    assert (idiom in found) if idiom else not found
+    # the idiom's words are how the question asks, not words a page must write
+    parts = question_parts(question)
+    assert not {"bother", "rename", "box", "leave"} & set(parts.constraints)
+
+
+def test_a_default_written_inline_among_properties() -> None:
+    from graph.statements import default_said
+
+    sentence = (
+        "It sets the computing time used for the bcrypt algorithm (higher is more secure "
+        "but slower, default: 5, valid: 4 to 17)."
+    )
+    assert default_said(sentence, "what bcrypt cost does htpasswd use by default?") == "5"
+    assert default_said("retries (default=3) on each request", "how many retries?") == "3"
