@@ -250,7 +250,8 @@ def _heading_like(line: str, value: str | None) -> bool:
     return (
         0 < len(text.split()) <= _HEADING_MAX_WORDS
         and not text.endswith((".", "!", "?", '"', ")"))
-        and not re.search(r"\d|\||=", text)
+        # a field with its value ("Owner: Payments team", "**Dana**: team lead") states it
+        and not re.search(r"\d|\||=|:\s*\S", text)
     )
 
 

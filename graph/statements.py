@@ -997,10 +997,11 @@ def statements(
         )
     out = [s for s in out if s.bound >= MIN_BOUND]
     out.sort(key=lambda s: (-round(s.bound, 6), -s.direct, -s.subject, s.index))
-    if not out and not unasked and parts.keys and parts.situation - set(parts.keys):
+    if not out and not unasked and kind and parts.keys and parts.situation - set(parts.keys):
         # the sentences before the ask told the asker's situation ("our directory server
         # times out every now and then."); a value stated without retelling it still
-        # answers, in an entry that names what the question names
+        # answers, in an entry that names what the question names (a value: who or what
+        # the situation leads to is read through it, "Ticket X reports Y. Who leads …?")
         retold = statements(question, evidence, parts.situation - set(parts.keys))
         return [st for st in retold if st.subject]
     return out

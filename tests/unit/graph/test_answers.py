@@ -1042,6 +1042,7 @@ def test_how_a_question_speaks_is_not_what_a_page_writes() -> None:
         ("Default: | DeflateBufferSize 8096", None, False),
         ("Available in versions 2.2.12 and later", None, False),
         ("CookieName Apache", "Apache", False),
+        ("**Dana Okafor**: team lead (engineering manager), Rotterdam", None, False),
     ],
 )
 def test_a_heading_or_label_is_not_quoted_as_a_claim(
