@@ -187,7 +187,7 @@ def question_parts(question: str) -> QuestionParts:
     situation = frozenset(terms(" ".join(told))) - set(terms(asked)) - set(keys)
     # An acronym there ("a small VM", "one giant line of HTML") names a kind of thing, as
     # a common noun does; an identifier or a capitalised name stays a key the answer needs.
-    common = {t for t in terms(" ".join(re.findall(r"\b[A-Z]{2,5}\b", " ".join(told))))}
+    common = set(terms(" ".join(re.findall(r"\b[A-Z]{2,5}\b", " ".join(told)))))
     situation |= {k for k in keys if k in common and k not in terms(asked)}
     return QuestionParts(keys, constraints, sorted(kind), set(q_terms), situation)
 
