@@ -23,7 +23,7 @@ from graph.events import emit
 from graph.models import BoundName, EventType, RunOptions
 from graph.policies.base import View
 from graph.resources import REGISTRY, RunScope, Services
-from graph.state import ResearchState, excluded
+from graph.state import ResearchState, excluded, wider_read
 from retrieval.fusion import rrf_fuse
 from tools.evidence import Evidence
 from tools.executor import ToolCall
@@ -307,7 +307,11 @@ async def _fuse(state: ResearchState, run: Run) -> Step:
         for e in o["evidence"]:
             if e["id"] in found:  # the same passage from two calls of this round
                 first = found[e["id"]]
-                found[e["id"]] = {**first, "provenance": [*first["provenance"], *e["provenance"]]}
+                found[e["id"]] = {
+                    **first,
+                    **wider_read(first, e),
+                    "provenance": [*first["provenance"], *e["provenance"]],
+                }
             else:
                 found[e["id"]] = e
     before = state.get("pool") or {}

@@ -19,7 +19,8 @@ from typing_extensions import TypedDict
 def merge_pool(
     left: dict[str, dict[str, Any]], right: dict[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """Deduplicate evidence by id; an item found again keeps every provenance entry."""
+    """Deduplicate evidence by id; an item found again keeps every provenance entry, and
+    the widest read of its text."""
     merged = dict(left or {})
     for eid, item in (right or {}).items():
         old = merged.get(eid)
@@ -33,10 +34,26 @@ def merge_pool(
             p for p in item.get("provenance", []) if (p["round"], p["tool"], p["query"]) not in seen
         ]
         score = max(old.get("score", 0.0), item.get("score", 0.0))
-        if not extra and score == old.get("score", 0.0):
+        read = wider_read(old, item)
+        if not extra and score == old.get("score", 0.0) and not read:
             continue  # nothing new: the same dict stays (its validated Evidence with it)
-        merged[eid] = {**old, "score": score, "provenance": [*old.get("provenance", []), *extra]}
+        merged[eid] = {
+            **old,
+            **read,
+            "score": score,
+            "provenance": [*old.get("provenance", []), *extra],
+        }
     return merged
+
+
+def wider_read(old: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """The text and locator of ``item`` when it reads the same chunk further than ``old``
+    (a lookup reads an entry a chunk boundary cut to its end; a search hit of the chunk
+    does not), else nothing."""
+    text, wider = old.get("text", ""), item.get("text", "")
+    if len(wider) > len(text) and wider.startswith(text):
+        return {"text": wider, "locator": item.get("locator")}
+    return {}
 
 
 def add_unique(left: list[str], right: list[str]) -> list[str]:

@@ -123,23 +123,43 @@ def code_names(question: str) -> list[str]:
 def defines(text: str, name: str) -> bool:
     """Does a line of ``text`` define ``name``, qualified or by its last part
     ("TaskGroup" is defined by "class asyncio.TaskGroup")?"""
+    return any(_names(d, name) for d in _defined_on_lines(text))
+
+
+def _names(defined: str, name: str) -> bool:
     key = fold(name)
-    if len(key) < 3:
-        return False
-    return any(fold(d) == key or fold(d).endswith("." + key) for d in _defined_on_lines(text))
+    return len(key) >= 3 and (fold(defined) == key or fold(defined).endswith("." + key))
+
+
+def entry_runs_on(text: str, name: str) -> bool:
+    """Is the entry defining ``name`` the last entry ``text`` opens? A chunk cut inside it
+    holds the entry's start; its notes ("New in version 3.10", "Default: 3") follow in the
+    next chunk."""
+    defined = _defined_on_lines(text)
+    return bool(defined) and _names(defined[-1], name)
+
+
+def entry_rest(text: str) -> str:
+    """The lines of ``text`` before the first one opening another entry: the end of an
+    entry a chunk boundary cut."""
+    lines = text.splitlines()
+    end = next((i for i, line in enumerate(lines) if _line_defines(line)), len(lines))
+    return "\n".join(lines[:end]).lstrip("\n").rstrip()
 
 
 def _defined_on_lines(text: str) -> list[str]:
     """Identifiers that open a line: a glossary entry, an error table's row, a setting."""
-    out: list[str] = []
-    for line in text.splitlines():
-        if _PROMPT.match(line):
-            continue
-        rest = line[_LINE_OPEN.match(line).end() :]  # type: ignore[union-attr]
-        m = _IDENT_RE.match(rest)
-        if m and _DEFINES.match(rest, m.end()):
-            out.append(m.group(0).removesuffix("()"))
-    return out
+    return [d for d in map(_line_defines, text.splitlines()) if d]
+
+
+def _line_defines(line: str) -> str | None:
+    if _PROMPT.match(line):
+        return None
+    rest = line[_LINE_OPEN.match(line).end() :]  # type: ignore[union-attr]
+    m = _IDENT_RE.match(rest)
+    if m and _DEFINES.match(rest, m.end()):
+        return m.group(0).removesuffix("()")
+    return None
 
 
 @dataclass

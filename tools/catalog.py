@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 from retrieval.placement import engine_call
 from retrieval.records import ALL_LEGS, Meta
 from retrieval.search_models import SearchOptions
-from retrieval.structure import defines, identifiers
+from retrieval.structure import defines, entry_rest, entry_runs_on, identifiers
 from tools.context import ToolContext
 from tools.evidence import Evidence
 from tools.normalize import evidence_from_hit, evidence_from_record
@@ -235,12 +235,13 @@ def _page_evidence(
         if defining:
             # a chunk cut right after the name's line holds the label, the next its text
             definers = [c for c in definers if defines(_body(c.text), defining)] or definers
-        sections = [
-            _best_section(definers, query, skip=first.id) if definers else None,
-            _best_section(chunks, query, skip=first.id),
-        ]
+        definer = _best_section(definers, query, skip=first.id) if definers else None
+        sections = [definer, _best_section(chunks, query, skip=first.id)]
         for best in {s.id: s for s in sections if s is not None}.values():
-            out.append(evidence_from_record(best, score))
+            found = evidence_from_record(best, score)
+            if best is definer and defining:
+                found = _whole_entry(found, best, chunks, defining)
+            out.append(found)
             score *= 0.9
     out.append(evidence_from_record(first, score))
     return out
@@ -317,6 +318,34 @@ def _fold(token: str) -> str:
         if token.endswith(suffix) and len(token) - len(suffix) >= keep:
             return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
     return token
+
+
+def _whole_entry(found: Evidence, record: Any, chunks: list[Any], name: str) -> Evidence:
+    """The entry defining ``name`` to its end: when the chunk ends inside it (no other
+    entry opens after it), the next chunk of the same section up to the next entry is
+    part of it. A lookup is for what the entry says, and an entry's last lines (its
+    default, the version that added it) are the ones a chunk boundary cuts off."""
+    if not entry_runs_on(record.text, name):
+        return found
+    after = next((c for c in chunks if c.chunk_index == record.chunk_index + 1), None)
+    if after is None or _section(after) != _section(record):
+        return found
+    start, end = after.metadata.get(Meta.CHAR_START), record.metadata.get(Meta.CHAR_END)
+    # chunks overlap a little so a sentence cut at one boundary is whole in one of them
+    overlap = end - start if isinstance(start, int) and isinstance(end, int) else 0
+    skip = max(overlap, 0)
+    rest = entry_rest(after.text[skip:])
+    if not rest:
+        return found
+    locator = found.locator
+    if locator is not None and isinstance(start, int):
+        rest_end = after.text.index(rest, skip) + len(rest)
+        locator = locator.model_copy(update={"char_end": start + rest_end})
+    return found.model_copy(update={"text": f"{found.text}\n\n{rest}", "locator": locator})
+
+
+def _section(record: Any) -> list[str]:
+    return list(record.metadata.get(Meta.HEADING_PATH) or [])
 
 
 def _body(text: str) -> str:

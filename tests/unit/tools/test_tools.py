@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 import tools.context
 from retrieval.engines.base import SearchFilter
+from retrieval.records import Meta, Record
 from tools.catalog import Catalog, ToolOutput, ToolSpec
 from tools.context import ToolContext
 from tools.executor import ToolCall, ToolExecutor, TransientToolError
@@ -247,3 +248,44 @@ def test_a_lookup_reads_the_section_where_the_names_entry_goes_on() -> None:
         defining="maxstring",
     )
     assert [e.id for e in found][0] == "wiki:reprlib#4"
+
+
+def _at(record: Record, start: int, section: str = "Itertool functions") -> Record:
+    meta = {Meta.CHAR_START: start, Meta.CHAR_END: start + len(record.text)}
+    meta[Meta.HEADING_PATH] = ["itertools", section]
+    return record.model_copy(update={"metadata": {**record.metadata, **meta}})
+
+
+def test_a_lookup_reads_an_entry_a_chunk_boundary_cut_to_its_end() -> None:
+    from tools.catalog import _page_evidence
+
+    opening = _at(passage("it", "itertools", "itertools - iterator building blocks"), 0)
+    start = "itertools.pairwise(iterable)\n\nReturn successive overlapping pairs."
+    cut = _at(passage("it", "itertools", f"Some loop.\n\n{start}\n\nRoughly:", index=1), 100)
+    # the next chunk repeats the boundary's last line, then ends the entry and opens another
+    rest = "Roughly:\n\n    return zip(a, b)\n\nNew in version 3.10.\n\nitertools.permutations(it)"
+    after = _at(passage("it", "itertools", rest, index=2), 100 + len(cut.text) - len("Roughly:"))
+    found = _page_evidence(
+        None,  # type: ignore[arg-type] - the page's sections are given
+        opening,
+        1.0,
+        "which python version introduced pairwise",
+        [opening, cut, after],
+        defining="itertools.pairwise",
+    )
+    entry = found[0]
+    assert entry.id == "wiki:it#1"  # cited as the chunk that opens the entry
+    assert entry.text.endswith("Roughly:\n\n    return zip(a, b)\n\nNew in version 3.10.")
+    assert entry.text.count("Roughly:") == 1  # the chunks' overlap is read once
+    assert "permutations" not in entry.text  # the next entry is not part of it
+    assert entry.locator is not None and entry.locator.char_end == after.metadata[
+        Meta.CHAR_START
+    ] + len("Roughly:") + len("\n\n    return zip(a, b)\n\nNew in version 3.10.")
+
+    # an entry followed by another in its own chunk, or a next chunk in another section,
+    # is read as it is
+    closed = _at(passage("it", "itertools", f"{start}\n\nitertools.product(x)", index=1), 100)
+    moved = _at(passage("it", "itertools", "New in version 3.10.", index=2), 200, "Recipes")
+    for chunks in ([opening, closed, after], [opening, cut, moved]):
+        found = _page_evidence(None, opening, 1.0, "pairwise version", chunks, "itertools.pairwise")  # type: ignore[arg-type]
+        assert found[0].text == chunks[1].text
