@@ -308,6 +308,36 @@ def unstated_attribute(question: str, evidence: list[Evidence]) -> list[str]:
     return [t for t in absent if not related(t, everything)]
 
 
+def _writing_code(question: str, evidence: list[Evidence]) -> set[str]:
+    """The passages about the code the question names: those whose page, or a page they
+    were reached from, writes one of its code names whole ("http.server", "mod_md"). The
+    parts of such a name are common words ("http", "server") that pages about other code
+    write too. All passages when the question names no such code."""
+    names = [c.casefold() for c in code_names(question) if re.search(r"[._]", c)]
+    if not names:
+        return {e.id for e in evidence}
+    by_id = {e.id: e for e in evidence}
+    docs: dict[str, str] = {}
+    for e in evidence:
+        docs[e.doc_id] = f"{docs.get(e.doc_id, '')}\n{e.title}\n{heading_of(e)}\n{e.text}"
+    written = {d for d, text in docs.items() if any(_writes(text, n) for n in names)}
+    return {
+        e.id
+        for e in evidence
+        if e.doc_id in written
+        or any(by_id[p.parent].doc_id in written for p in e.provenance if p.parent in by_id)
+    }
+
+
+def _writes(text: str, name: str) -> bool:
+    """Is ``name`` (folded) written in ``text`` as a whole name, or by its own last part
+    where that is itself code ("Fraction.limit_denominator" as "limit_denominator")?"""
+    last = name.rpartition(".")[2]
+    own = [name] + ([last] if last != name and "_" in last else [])
+    folded = text.casefold()
+    return any(re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", folded) for n in own)
+
+
 def assess_support(
     question: str, evidence: list[Evidence], parts: QuestionParts | None = None
 ) -> Verdict:
@@ -315,11 +345,14 @@ def assess_support(
     kinds = set(parts.answer_type)
     anchors = set(parts.keys) | set(parts.constraints) | kinds
     contexts, linked = chain_context(evidence, question)
+    writing = _writing_code(question, evidence)
     supports: list[Support] = []
     # Sentences with the question's subject that fall short on exact words only: asked
     # again with paraphrase when exact words support no answer.
     pending: list[tuple[Support, set[str], list[bool], int]] = []
     for n, (e, ctx) in enumerate(zip(evidence, contexts, strict=True), start=1):
+        if e.id not in writing:
+            continue  # about other code than the question names
         frame = set(terms(f"{e.title} {heading_of(e)}")) | identifier_parts(heading_of(e))
         # On a page reached by following a mention, a sentence about the page's subject
         # (the bridge entity) is about the question too.
@@ -391,6 +424,8 @@ def assess_support(
     # what no passage writes at all; words written, but never together, are reported as
     # the statement that is missing
     missing = [t for t in missing_keys + parts.constraints if t not in everything]
+    if evidence and not writing:  # the code the question names, written by no page
+        missing = [c for c in code_names(question) if re.search(r"[._]", c)] + missing
     if not missing:  # every word is somewhere, but never together
         missing = [
             "a passage that states "

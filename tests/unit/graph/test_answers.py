@@ -1112,3 +1112,41 @@ def test_a_default_written_inline_among_properties() -> None:
     )
     assert default_said(sentence, "what bcrypt cost does htpasswd use by default?") == "5"
     assert default_said("retries (default=3) on each request", "how many retries?") == "3"
+
+
+def test_a_code_name_is_met_only_where_it_is_written_whole() -> None:
+    """ "http.server" is one name: pages about other modules write "http" and "server"
+    too, and one reached from them states another default."""
+    q = "what port does http.server use for https by default?"
+    client = evidence(
+        "http.client",
+        "class http.client.HTTPSConnection(host, port=None)\n\nIf no port number is passed, "
+        "the default HTTP port (80) is used to reach the server.",
+        title="http.client - HTTP protocol client",
+    )
+    reached = evidence(
+        "ftplib",
+        "FTP_TLS class inherits from FTP. ssl_version: The SSL version to use (defaults to "
+        "ssl.PROTOCOL_SSLv23).",
+        Provenance(round=2, tool="lookup_entity", query="source_address", parent="http.client#0"),
+        title="ftplib - FTP protocol client",
+    )
+    verdict = assess_support(q, [client, reached])
+    assert not verdict.supported and verdict.missing == ["http.server"]
+    assert "Missing: http.server." in extractive_answer(q, [client, reached]).text
+    # the page that writes the name, or one reached from it, can answer
+    server = evidence(
+        "http.server",
+        "The http.server module listens on port 8000 by default.",
+        title="http.server - HTTP servers",
+    )
+    assert assess_support(q, [client, reached, server]).supported
+    # a member named with its class is written bare under the class's entry
+    member = evidence(
+        "fractions",
+        "limit_denominator(max_denominator=1000000): by default it will allow a "
+        "denominator of at most 1000000.",
+        title="fractions - Rational numbers",
+    )
+    asked = "how big a denominator does Fraction.limit_denominator allow by default?"
+    assert assess_support(asked, [member]).supported
