@@ -574,8 +574,11 @@ _DEFAULT_INLINE = re.compile(r"\bdefault\s*[:=]\s*`?([^,;()`\s][^,;()`]*?)`?\s*(
 
 
 def default_said(sentence: str, question: str) -> str | None:
-    m = _DEFAULT_IS.search(sentence) or _DEFAULT_FIELD.search(sentence)
-    m = m or _DEFAULT_INLINE.search(sentence)
+    m = (
+        _DEFAULT_IS.search(sentence)
+        or _DEFAULT_FIELD.search(sentence)
+        or _DEFAULT_INLINE.search(sentence)
+    )
     if m is None:
         return None
     said = m.group(1).strip().strip("`")

@@ -313,7 +313,7 @@ def _writing_code(question: str, evidence: list[Evidence]) -> set[str]:
     were reached from, writes one of its code names whole ("http.server", "mod_md"). The
     parts of such a name are common words ("http", "server") that pages about other code
     write too. All passages when the question names no such code."""
-    names = [c.casefold() for c in code_names(question) if re.search(r"[._]", c)]
+    names = [c.casefold() for c in _whole_code_names(question)]
     if not names:
         return {e.id for e in evidence}
     by_id = {e.id: e for e in evidence}
@@ -327,6 +327,11 @@ def _writing_code(question: str, evidence: list[Evidence]) -> set[str]:
         if e.doc_id in written
         or any(by_id[p.parent].doc_id in written for p in e.provenance if p.parent in by_id)
     }
+
+
+def _whole_code_names(question: str) -> list[str]:
+    """The question's code names whose parts are words of their own (dotted, snake case)."""
+    return [c for c in code_names(question) if re.search(r"[._]", c)]
 
 
 def _writes(text: str, name: str) -> bool:
@@ -425,7 +430,7 @@ def assess_support(
     # the statement that is missing
     missing = [t for t in missing_keys + parts.constraints if t not in everything]
     if evidence and not writing:  # the code the question names, written by no page
-        missing = [c for c in code_names(question) if re.search(r"[._]", c)] + missing
+        missing = _whole_code_names(question) + missing
     if not missing:  # every word is somewhere, but never together
         missing = [
             "a passage that states "
