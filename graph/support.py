@@ -313,7 +313,7 @@ def _writing_code(question: str, evidence: list[Evidence]) -> set[str]:
     were reached from, writes one of its code names whole ("http.server", "mod_md"). The
     parts of such a name are common words ("http", "server") that pages about other code
     write too. All passages when the question names no such code."""
-    names = [c.casefold() for c in _whole_code_names(question)]
+    names = _whole_code_names(question)
     if not names:
         return {e.id for e in evidence}
     by_id = {e.id: e for e in evidence}
@@ -335,12 +335,15 @@ def _whole_code_names(question: str) -> list[str]:
 
 
 def _writes(text: str, name: str) -> bool:
-    """Is ``name`` (folded) written in ``text`` as a whole name, or by its own last part
-    where that is itself code ("Fraction.limit_denominator" as "limit_denominator")?"""
+    """Is ``name`` written in ``text`` as a whole name, or by its own last part where that
+    is itself code: snake case ("Fraction.limit_denominator" as "limit_denominator") or
+    camel case ("asyncio.TaskGroup" as "TaskGroup", under its module's page)? A last part
+    that is a plain word ("server" of "http.server") is a word every page may write."""
     last = name.rpartition(".")[2]
-    own = [name] + ([last] if last != name and "_" in last else [])
+    code_like = "_" in last or re.search(r"[a-z][A-Z]", last)
+    own = [name] + ([last] if last != name and code_like else [])
     folded = text.casefold()
-    return any(re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", folded) for n in own)
+    return any(re.search(rf"(?<![\w.]){re.escape(n.casefold())}(?![\w])", folded) for n in own)
 
 
 def assess_support(

@@ -1150,3 +1150,12 @@ def test_a_code_name_is_met_only_where_it_is_written_whole() -> None:
     )
     asked = "how big a denominator does Fraction.limit_denominator allow by default?"
     assert assess_support(asked, [member]).supported
+    # so is a class written in camel case under its module's page; a plain last word is not
+    group = evidence(
+        "asyncio-task",
+        "asyncio runs coroutines as tasks. class TaskGroup: an asynchronous context manager "
+        "holding a group of tasks. It was added in Python 3.11.",
+        title="Coroutines and Tasks",
+    )
+    assert assess_support("when was asyncio.TaskGroup added?", [group]).supported
+    assert not assess_support("when was asyncio.Runner added?", [group]).supported
