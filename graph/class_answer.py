@@ -23,7 +23,7 @@ from tools.titles import base_title, has_words
 DEFINING = re.compile(
     r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+(.+?)"
     r"(?=[.;:(]|\s+(?:who|which|that|whose|known|best|born|from|based|founded|located|in|of|"
-    r"with|for|by|on|at)\b|$)"
+    r"with|for|by|on|at|to|as|about|under|into|between|against)\b|$)"
 )
 # "which aircraft carrier", "what kind of lamp", "what is the name of the ethnic group"
 # The things a definition lists: "a screenwriter, director and film producer".
@@ -32,8 +32,9 @@ _NAME_OF = re.compile(
     r"\b(what|which)(?:['’]s|\s+is|\s+was|\s+are)\s+the\s+names?\s+of\s+(?:the|an?)\s+", re.I
 )
 _WH_PHRASE = re.compile(
-    r"\b(?:which|what)\s+(?:(?:kind|type|sort|form)s?\s+of\s+)?([\w'’ ,-]+)", re.I
+    r"\b(?:which|what)\s+(?:(?:kind|type|sort|form)s?\s+of\s+)?([\w'’ -]+)", re.I
 )
+_IN_NAME = frozenset({"of", "the", "and", "de", "for"})
 _AUX = frozenset("is are was were be been has have had do does did will would can could".split())
 # Share of the question's other terms that must bind to the chosen page.
 _MIN_BINDING = 0.5
@@ -48,12 +49,22 @@ def asked_class(question: str) -> list[str]:
     if not m:
         return []
     phrase: list[str] = []
-    for w in re.findall(r"[\w'’-]+", m.group(1)):
+    toks = re.findall(r"[\w'’-]+", m.group(1))
+    for i, w in enumerate(toks):
         low = w.casefold()
+        after = toks[i + 1] if i + 1 < len(toks) else ""
+        if low in _IN_NAME and phrase and w.islower() and _capital(toks[i - 1]) and _capital(after):
+            continue  # inside a name: "Kentucky Writers Hall of Fame author"
         if low in STOPWORDS or low in _AUX or (phrase and low.endswith("ed")):
             break
+        if phrase and low.endswith("ing") and (_capital(after) or after.casefold() in STOPWORDS):
+            break  # a participle opens what follows: "the fantasy film starring Sarah Bolger"
         phrase.append(stem(low))
     return phrase
+
+
+def _capital(word: str) -> bool:
+    return word[:1].isupper()
 
 
 def _lead(text: str) -> str:

@@ -319,8 +319,11 @@ def choice_options(ask: str) -> list[str]:
     idx = [m.start() for m in re.finditer(r"\s+or\s+", text)]
     if not idx:
         # "Which genus has more species, Bactris and Epigaea?": "and" after a comma.
+        # Options are names: a clause after the comma ("…, has a set of books about X
+        # and Y") lists no options.
         m = re.search(r",\s*([^,]+?)\s+and\s+([^,]+)$", text)
-        if m and words(text)[:1] and words(text)[0] in _WH:
+        named = m is not None and _outward(m.group(1).split(), True) == m.group(1).split()
+        if m and named and words(text)[:1] and words(text)[0] in _WH:
             return [_trim(m.group(1)), _trim(m.group(2))]
         return []
     if len(idx) != 1:

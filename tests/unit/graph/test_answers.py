@@ -51,6 +51,9 @@ def ev(doc: str, title: str, text: str) -> Evidence:
         ("Tysons Galleria is located in what county?", "place", []),
         ("The author of Blue Water was born in what year?", "date", []),
         ("Ann Lee starred in the film which starred Bo Chen?", "value", []),
+        # options after a comma are names; a clause there lists none
+        ("Which genus has more species, Bactris and Epigaea?", "option", ["Bactris", "Epigaea"]),
+        ("What series, told in first person, has books about worlds and species?", "entity", []),
     ],
 )
 def test_answer_type_and_options_from_structure(

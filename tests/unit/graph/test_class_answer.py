@@ -42,6 +42,30 @@ def test_the_class_phrase_ends_with_its_head_noun() -> None:
         "group",
     ]
     assert asked_class("what is the capital?") == []
+    # a comma, or a participle before a name or an article, ends the phrase; a name
+    # spelled with "of" inside it does not
+    assert asked_class("What fantasy series, told in first person, has companion books?") == [
+        "fantasy",
+        "sery",
+    ]
+    assert asked_class("Which drama film starring Ann Lee was shot in Lisbon?") == [
+        "drama",
+        "film",
+    ]
+    assert asked_class("which Writers Hall of Fame author has written it?")[-1] == "author"
+    assert asked_class("which recording studio did they use?") == ["recording", "studio"]
+
+
+def test_a_definition_ends_before_its_preposition() -> None:
+    """ "X is the second companion book to the Y series" defines a book, not a series."""
+    book = ev(
+        "chronicles",
+        "The Hidden Chronicles",
+        'The Hidden Chronicles is the second companion book to the "Morphs" series, '
+        "written by K. A. Apple.",
+    )
+    question = "Which science fiction series was written by K. A. Apple?"
+    assert class_answer(question, [book]) is None
 
 
 def test_the_page_of_the_asked_class_that_the_question_binds_to_is_the_answer() -> None:
