@@ -236,6 +236,10 @@ def _relative(rest: str) -> bool:
     return not first or first[0] in _AUX or first[0] in STOPWORDS or first[0].endswith("ed")
 
 
+# Being somewhere, or existing, for longer: what started earlier.
+_BEEN = frozenset({"been", "existed", "exist", "exists", "around"})
+
+
 def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:
     have = set(toks)
     for i, t in enumerate(toks[:-1]):
@@ -253,6 +257,10 @@ def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:
         return "lifespan", "max"
     if "lived" in have and have & {"shorter", "shortest"}:
         return "lifespan", "min"
+    if have & _BEEN and have & {"longer", "longest"}:
+        return "start", "min"  # "which has been in httpd longer": the earlier arrival
+    if have & _BEEN and have & {"shorter", "shortest"}:
+        return "start", "max"
     for event, cues in EVENTS.items():
         if have & cues and direction:
             # "older" asks for the earlier birth; "younger" for the later one.

@@ -467,6 +467,8 @@ def _release_of(option: str, evidence: list[Evidence]) -> tuple[tuple[int, ...],
     """(release as numbers, evidence n, the note) of the note that follows the option's
     own name ("TaskGroup ... Added in version 3.11")."""
     names = [option, option.rsplit(".", 1)[-1]] if "." in option else [option]
+    if re.search(r"[a-z][^s\W]s$", option):
+        names.append(option[:-1])  # "window functions": "Window function support was added"
     labels = carried_labels(evidence)
     for n, e in enumerate(evidence, start=1):
         note = _note_after(names, e.text)
@@ -1212,10 +1214,14 @@ def _note_after(names: list[str], text: str, anywhere: bool = False) -> str | No
         re.search(rf"(?<!\w){re.escape(x)}(?!\w|\.\w)", text, re.IGNORECASE)
         for x in sorted(names, key=len, reverse=True)
     ]
-    spot = next((m.start() for m in found if m), None)
-    if spot is None:
+    spots = [m.start() for m in found if m]
+    if not spots:
         return notes[0][1] if anywhere else None
-    after = [v for pos, v in notes if pos >= spot]
+    # the most specific name with a note after it ("window functions" may be written only
+    # after the note that dates "window function support")
+    after = next(
+        ([v for pos, v in notes if pos >= spot] for spot in spots if notes[-1][0] >= spot), []
+    )
     return after[0] if after else (notes[0][1] if anywhere else None)
 
 

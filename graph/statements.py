@@ -75,7 +75,9 @@ _NUM = re.compile(r"^[-+$€£]?\d[\d,]*(?:\.\d+)?%?$")
 # A release note of an arrival ("New in version 3.11", "available since 3.2"); "Deprecated
 # since version 3.4" is not one.
 VERSION_NOTE = re.compile(
-    r"\b(?:new|added|introduced|available|appeared)\s+in\s+(?:version|release|v)?\s*(\d+(?:\.\d+)+)"
+    r"\b(?:new|added|introduced|available|appeared)\s+(?:in\s+(?:version|release|v)?\s*"
+    # "added to SQLite version 3.15.0", "first added to SQLite with release version 3.25.0"
+    r"|(?:in|to|with|by)\s+(?:[\w-]+\s+){0,3}?(?:version|release)\s+)(\d+(?:\.\d+)+)"
     r"|(?<!deprecated\s)(?<!removed\s)(?<!changed\s)\bsince\s+(?:version\s+)?(\d+(?:\.\d+)+)",
     re.IGNORECASE,
 )

@@ -520,6 +520,33 @@ def test_apis_compared_by_the_release_that_added_them() -> None:
     assert find_short_answer("Is client.fetch_all older than client.Batcher?", api, []) is None
 
 
+def test_features_compared_by_the_release_their_pages_say_added_them() -> None:
+    """Notes in running prose ("were added to Tern version 3.15.0", "first added to Tern
+    with release version 3.25.0"), a plural name the page writes singular, and "has been
+    in it longer" asking for the earlier arrival."""
+    pages = [
+        ev("t:rv", "Row Values", "Compatibility\n\nRow values were added to Tern version 3.15.0."),
+        ev(
+            "t:wf",
+            "Window Functions",
+            "History\n\nWindow function support was first added to Tern with release version "
+            "3.25.0. Window functions are described below.",
+        ),
+    ]
+    first = find_short_answer(
+        "which showed up in tern first: row values or window functions?", pages, []
+    )
+    assert first is not None and first.value == "row values"
+    longer = find_short_answer(
+        "window functions or row values, which has been in tern longer?", pages, []
+    )
+    assert longer is not None and longer.value == "row values"
+    later = find_short_answer(
+        "which came to tern later, row values or window functions?", pages, []
+    )
+    assert later is not None and later.value == "window functions"
+
+
 def test_same_attribute_compares_the_values_written_next_to_it() -> None:
     evidence = [
         ev("w:c", "carrier-sync", "carrier-sync polls SFTP. Owner: Carrier Integrations team"),
