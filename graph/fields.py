@@ -12,7 +12,7 @@ name standing right after its kind noun in the sentence that binds the question 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from graph.question import DESCRIBED, QuestionShape
 from graph.statements import Statement, statements, superseded
@@ -100,6 +100,9 @@ def _value(line: str, asked: set[str], shape: QuestionShape, question: str) -> s
         if shape.answer_type == "person" and _TEAM.match(value) and DESCRIBED.search(question):
             # "who leads the team that owns X": "Owner: Payments team" is the hop, not who
             return None
+        if shape.kind and stem(shape.kind[-1]) in label_terms and 0 < len(words(value)) <= 3:
+            # "PagerDuty schedule: platform-primary" names the asked kind's member
+            return value
         return _answer(value, shape)
     # "Marcus Hale: team lead": the name labels the role the question asks about
     role = set(terms(value))
@@ -172,20 +175,55 @@ def _apposition_answer(
 ) -> FieldAnswer | None:
     """ "Which carrier ...?": the name after "the carrier" in the best-bound sentence that
     writes one, when no nearly as well bound sentence apposes another name."""
+    if shape.answer_type == "value" and ASKS_A_NAME.search(question):
+        shape = replace(shape, answer_type="entity", kind=["name"])
     if shape.answer_type != "entity" or not shape.kind:
         return None
     kind = re.escape(shape.kind[-1])
     # "the carrier Nordlys Cargo"; a number names its kind's member without an article:
-    # "listens on port 9102", "runs on node 3"
+    # "listens on port 9102", "runs on node 3"; an identifier before its kind names it too:
+    # "request the lake-readers group"
     pattern = re.compile(
         rf"\b(?i:the|a|an|our|its)\s+{kind}s?\s+({_APPOSED})|(?i:\b{kind})\s+(\d[\w.:-]*\d|\d)\b"
+        rf"|\b(?i:the|our|its)\s+`?({_CODE_NAME})`?\s+(?i:{kind}s?)\b"
     )
     asked = question.casefold()
+    q_terms = set(terms(question))
     read: list[tuple[Statement, str]] = []
     for st in found:
         for m in pattern.finditer(st.sentence):
-            name = (m.group(1) or m.group(2)).strip(" .")
+            name = next(g for g in m.groups() if g).strip(" .")
+            if m.group(3) and _COMPOUND_ADJECTIVE.match(name):
+                continue  # "the highest-rated season" describes, it does not name
             if name and name.casefold() not in asked:
                 read.append((st, name))
                 break
+        else:
+            # "run `nwr-bootstrap`, the laptop setup tool": a name, then a description of
+            # it in the question's own words (two or more, the asked kind among them)
+            for m in _DESCRIBED_NAME.finditer(st.sentence):
+                described = terms(m.group(2))
+                if (
+                    len(described) >= 2
+                    and set(described) <= q_terms
+                    and (shape.kind[-1] == "name" or stem(shape.kind[-1]) in described)
+                    and m.group(1).casefold() not in asked
+                ):
+                    read.append((st, m.group(1)))
+                    break
     return _uncontested(read)
+
+
+# "what is the name of the tool …": a name asked for by what the question says of it
+ASKS_A_NAME = re.compile(r"\bname\s+of\s+(?:the|an?)\b", re.IGNORECASE)
+# an identifier-like name: "lake-readers", "platform_primary", "relay-eu1"
+_CODE_NAME = r"[a-z][\w.]*[-_][\w.-]*\w"
+# "highest-rated", "well-known", "long-running", "self-hosted": a hyphenated adjective
+_COMPOUND_ADJECTIVE = re.compile(
+    r"^(?:\w+(?:est|ly)|well|self|non|so|ever|all|half|full|long|short|high|low|much|best|most"
+    r"|least|first|second|third)-|-\w*(?:ed|ing|ly|ful|ous|ive|al|ic|less)$",
+    re.IGNORECASE,
+)
+_DESCRIBED_NAME = re.compile(
+    rf"`?({_APPOSED}|{_CODE_NAME})`?\s*,\s+(?i:the|a|an|our)\s+((?:[\w-]+\s+){{0,3}}[\w-]+)"
+)

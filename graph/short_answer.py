@@ -20,7 +20,7 @@ from typing import Any
 
 from graph.agent_answer import agent_answer
 from graph.class_answer import DEFINING, LISTED, class_answer
-from graph.fields import named_answer
+from graph.fields import ASKS_A_NAME, named_answer
 from graph.lexicon import related
 from graph.measures import group_size, length_m, per_year, quantity, span_s
 from graph.question import (
@@ -1308,7 +1308,7 @@ def wh_answer(
         named = _named_value(shape, question, evidence, supports)
         if named is not None:
             return named
-    if kind in {"person", "entity"}:
+    if kind in {"person", "entity"} or (kind == "value" and ASKS_A_NAME.search(question)):
         # A labelled line states it: "Chief Technology Officer: Bo Chen".
         field = named_answer(shape, question, evidence)
         if field is not None:

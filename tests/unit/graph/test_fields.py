@@ -99,3 +99,45 @@ def test_the_name_apposed_to_the_asked_kind() -> None:
         ).short_answer
         is None
     )
+
+
+def test_a_name_described_in_the_questions_words_or_written_before_its_kind() -> None:
+    """ "run `nwr-boot`, the laptop setup tool": the name a description in the question's
+    own words follows; "request the lake-readers group": the identifier before the kind."""
+    page = ev(
+        "onboarding",
+        "Engineering onboarding",
+        "Day one\n\nCollect your laptop from IT and run `nwr-boot`, the laptop setup tool. "
+        "It installs the toolchain.",
+    )
+    got = extractive_answer(
+        "What is the name of the laptop setup tool new engineers run on day one?", [page]
+    )
+    assert got.short_answer == "nwr-boot"
+    access = ev(
+        "help",
+        "eng-help",
+        "Open an IT access request for the lake-readers group; Kenji approves those.",
+    )
+    got = extractive_answer("Which group do I request to get read access to the lake?", [access])
+    assert got.short_answer == "lake-readers"
+    # a hyphenated adjective before the kind describes it, it does not name it
+    season = ev(
+        "idol",
+        "Idol season three",
+        "Idol opened the highest-rated season of the network with its third season run.",
+    )
+    assert (
+        extractive_answer("Which season of the network did Idol open?", [season]).short_answer
+        is None
+    )
+
+
+def test_a_field_labelled_with_the_asked_kind_names_its_member() -> None:
+    team = ev(
+        "platform",
+        "Platform team",
+        "How to reach us\n\n- Slack: #team-platform\n- PagerDuty schedule: `platform-primary`",
+    )
+    got = extractive_answer("Which PagerDuty schedule does the Platform team use?", [team])
+    assert got.short_answer == "platform-primary"
