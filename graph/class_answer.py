@@ -28,12 +28,14 @@ DEFINING = re.compile(
 # "which aircraft carrier", "what kind of lamp", "what is the name of the ethnic group"
 # The things a definition lists: "a screenwriter, director and film producer".
 LISTED = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+")
-_NAME_OF = re.compile(
+# "what is the name of the ethnic group …": the thing named is what follows
+NAME_OF = re.compile(
     r"\b(what|which)(?:['’]s|\s+is|\s+was|\s+are)\s+the\s+names?\s+of\s+(?:the|an?)\s+", re.I
 )
 _WH_PHRASE = re.compile(
     r"\b(?:which|what)\s+(?:(?:kind|type|sort|form)s?\s+of\s+)?([\w'’ -]+)", re.I
 )
+_ARTICLES = frozenset({"the", "a", "an"})
 _IN_NAME = frozenset({"of", "the", "and", "de", "for"})
 _AUX = frozenset("is are was were be been has have had do does did will would can could".split())
 # Share of the question's other terms that must bind to the chosen page.
@@ -44,7 +46,7 @@ _LEAD_SENTENCES = 2
 def asked_class(question: str) -> list[str]:
     """The class phrase of "which/what <class> …", stemmed, its head noun last:
     "what liberal arts work college that was founded…" -> [liber…, "college"]."""
-    ask = _NAME_OF.sub(r"\1 ", ask_of(question))
+    ask = NAME_OF.sub(r"\1 ", ask_of(question))
     m = _WH_PHRASE.search(ask)
     if not m:
         return []
@@ -57,7 +59,7 @@ def asked_class(question: str) -> list[str]:
             continue  # inside a name: "Kentucky Writers Hall of Fame author"
         if low in STOPWORDS or low in _AUX or (phrase and low.endswith("ed")):
             break
-        if phrase and low.endswith("ing") and (_capital(after) or after.casefold() in STOPWORDS):
+        if phrase and low.endswith("ing") and (_capital(after) or after.casefold() in _ARTICLES):
             break  # a participle opens what follows: "the fantasy film starring Sarah Bolger"
         phrase.append(stem(low))
     return phrase

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from graph.class_answer import NAME_OF
 from graph.question import DESCRIBED, QuestionShape
 from graph.statements import Statement, statements, superseded
 from graph.text import QUESTION_WORDS, STOPWORDS, acronyms, stem, terms, words
@@ -100,7 +101,7 @@ def _value(line: str, asked: set[str], shape: QuestionShape, question: str) -> s
         if shape.answer_type == "person" and _TEAM.match(value) and DESCRIBED.search(question):
             # "who leads the team that owns X": "Owner: Payments team" is the hop, not who
             return None
-        if shape.kind and stem(shape.kind[-1]) in label_terms and 0 < len(words(value)) <= 3:
+        if shape.kind and stem(shape.kind[-1]) in label_terms and _a_name(value):
             # "PagerDuty schedule: platform-primary" names the asked kind's member
             return value
         return _answer(value, shape)
@@ -109,6 +110,19 @@ def _value(line: str, asked: set[str], shape: QuestionShape, question: str) -> s
     if shape.answer_type == "person" and _NAME.match(label) and role & asked - _kinds(shape):
         return label
     return None
+
+
+# What a field holds when it names nothing yet: "TBD", "none yet", "see below".
+_PLACEHOLDER = re.compile(r"^(?:tbd|tba|n/?a|none|unknown|pending|see\b|to be\b)", re.I)
+
+
+def _a_name(value: str) -> bool:
+    """A short value that names something: capitalised ("Platform Primary") or an
+    identifier ("platform-primary", "pd_main", "v2"), not a placeholder or a phrase."""
+    toks = value.split()
+    if not toks or len(toks) > 3 or _PLACEHOLDER.match(value):
+        return False
+    return toks[0][:1].isupper() or bool(re.search(r"\w[-_.]\w|\d", toks[0]))
 
 
 def _meets(term: str, asked: set[str]) -> bool:
@@ -175,7 +189,7 @@ def _apposition_answer(
 ) -> FieldAnswer | None:
     """ "Which carrier ...?": the name after "the carrier" in the best-bound sentence that
     writes one, when no nearly as well bound sentence apposes another name."""
-    if shape.answer_type == "value" and ASKS_A_NAME.search(question):
+    if shape.answer_type == "value" and NAME_OF.search(question):
         shape = replace(shape, answer_type="entity", kind=["name"])
     if shape.answer_type != "entity" or not shape.kind:
         return None
@@ -193,7 +207,7 @@ def _apposition_answer(
     for st in found:
         for m in pattern.finditer(st.sentence):
             name = next(g for g in m.groups() if g).strip(" .")
-            if m.group(3) and _COMPOUND_ADJECTIVE.match(name):
+            if m.group(3) and _COMPOUND_ADJECTIVE.search(name):
                 continue  # "the highest-rated season" describes, it does not name
             if name and name.casefold() not in asked:
                 read.append((st, name))
@@ -206,7 +220,7 @@ def _apposition_answer(
                 if (
                     len(described) >= 2
                     and set(described) <= q_terms
-                    and (shape.kind[-1] == "name" or stem(shape.kind[-1]) in described)
+                    and _describes_the_asked(m.group(2), shape, question)
                     and m.group(1).casefold() not in asked
                 ):
                     read.append((st, m.group(1)))
@@ -214,14 +228,25 @@ def _apposition_answer(
     return _uncontested(read)
 
 
-# "what is the name of the tool …": a name asked for by what the question says of it
-ASKS_A_NAME = re.compile(r"\bname\s+of\s+(?:the|an?)\b", re.IGNORECASE)
+def _describes_the_asked(description: str, shape: QuestionShape, question: str) -> bool:
+    """Is the description what the question calls the asked thing: its kind's noun
+    ("which tool"), or the very words after "the name of the" ("the name of the laptop
+    setup tool …")?"""
+    if shape.kind[-1] != "name":
+        return stem(shape.kind[-1]) in terms(description)
+    asked = NAME_OF.search(question)
+    written = r"\s+".join(re.escape(w) for w in description.split())
+    return asked is not None and bool(
+        re.match(rf"{written}\b", question[asked.end() :], re.IGNORECASE)
+    )
+
+
 # an identifier-like name: "lake-readers", "platform_primary", "relay-eu1"
-_CODE_NAME = r"[a-z][\w.]*[-_][\w.-]*\w"
+_CODE_NAME = r"[a-z][a-z0-9.]*(?:[-_][a-z0-9.]+)+"
 # "highest-rated", "well-known", "long-running", "self-hosted": a hyphenated adjective
 _COMPOUND_ADJECTIVE = re.compile(
     r"^(?:\w+(?:est|ly)|well|self|non|so|ever|all|half|full|long|short|high|low|much|best|most"
-    r"|least|first|second|third)-|-\w*(?:ed|ing|ly|ful|ous|ive|al|ic|less)$",
+    r"|least|first|second|third)-|-\w*(?:ed|ing|ly|ful|ous|ive|less)$",
     re.IGNORECASE,
 )
 _DESCRIBED_NAME = re.compile(

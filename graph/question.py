@@ -237,7 +237,13 @@ def _relative(rest: str) -> bool:
 
 
 # Being somewhere, or existing, for longer: what started earlier.
-_BEEN = frozenset({"been", "existed", "exist", "exists", "around"})
+_EXISTED = frozenset({"existed", "exist", "exists"})
+
+
+def _been_there(toks: list[str]) -> bool:
+    pairs = zip(toks, toks[1:], strict=False)
+    been = any(t == "been" and n in {"in", "on", "around"} for t, n in pairs)
+    return been or bool(_EXISTED & set(toks))
 
 
 def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:
@@ -257,9 +263,9 @@ def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:
         return "lifespan", "max"
     if "lived" in have and have & {"shorter", "shortest"}:
         return "lifespan", "min"
-    if have & _BEEN and have & {"longer", "longest"}:
+    if _been_there(toks) and have & {"longer", "longest"}:
         return "start", "min"  # "which has been in httpd longer": the earlier arrival
-    if have & _BEEN and have & {"shorter", "shortest"}:
+    if _been_there(toks) and have & {"shorter", "shortest"}:
         return "start", "max"
     for event, cues in EVENTS.items():
         if have & cues and direction:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph.agent_answer import agent_answer
-from graph.class_answer import DEFINING, LISTED, class_answer
-from graph.fields import ASKS_A_NAME, named_answer
+from graph.class_answer import DEFINING, LISTED, NAME_OF, class_answer
+from graph.fields import named_answer
 from graph.lexicon import related
 from graph.measures import group_size, length_m, per_year, quantity, span_s
 from graph.question import (
@@ -467,11 +467,11 @@ def _release_of(option: str, evidence: list[Evidence]) -> tuple[tuple[int, ...],
     """(release as numbers, evidence n, the note) of the note that follows the option's
     own name ("TaskGroup ... Added in version 3.11")."""
     names = [option, option.rsplit(".", 1)[-1]] if "." in option else [option]
-    if re.search(r"[a-z][^s\W]s$", option):
-        names.append(option[:-1])  # "window functions": "Window function support was added"
+    # "window functions": "Window function support was first added …"
+    singular = option[:-1] if re.search(r"[a-z][^s\W]s$", option) else None
     labels = carried_labels(evidence)
     for n, e in enumerate(evidence, start=1):
-        note = _note_after(names, e.text)
+        note = _note_after(names, e.text) or (singular and _note_after([singular], e.text))
         if note is None:
             continue
         sentence = _sentence_with(e.text, note)
@@ -1214,14 +1214,10 @@ def _note_after(names: list[str], text: str, anywhere: bool = False) -> str | No
         re.search(rf"(?<!\w){re.escape(x)}(?!\w|\.\w)", text, re.IGNORECASE)
         for x in sorted(names, key=len, reverse=True)
     ]
-    spots = [m.start() for m in found if m]
-    if not spots:
+    spot = next((m.start() for m in found if m), None)
+    if spot is None:
         return notes[0][1] if anywhere else None
-    # the most specific name with a note after it ("window functions" may be written only
-    # after the note that dates "window function support")
-    after = next(
-        ([v for pos, v in notes if pos >= spot] for spot in spots if notes[-1][0] >= spot), []
-    )
+    after = [v for pos, v in notes if pos >= spot]
     return after[0] if after else (notes[0][1] if anywhere else None)
 
 
@@ -1308,7 +1304,7 @@ def wh_answer(
         named = _named_value(shape, question, evidence, supports)
         if named is not None:
             return named
-    if kind in {"person", "entity"} or (kind == "value" and ASKS_A_NAME.search(question)):
+    if kind in {"person", "entity"} or (kind == "value" and NAME_OF.search(question)):
         # A labelled line states it: "Chief Technology Officer: Bo Chen".
         field = named_answer(shape, question, evidence)
         if field is not None:

@@ -77,7 +77,8 @@ _NUM = re.compile(r"^[-+$€£]?\d[\d,]*(?:\.\d+)?%?$")
 VERSION_NOTE = re.compile(
     r"\b(?:new|added|introduced|available|appeared)\s+(?:in\s+(?:version|release|v)?\s*"
     # "added to SQLite version 3.15.0", "first added to SQLite with release version 3.25.0"
-    r"|(?:in|to|with|by)\s+(?:[\w-]+\s+){0,3}?(?:version|release)\s+)(\d+(?:\.\d+)+)"
+    r"|(?:in|to|with|by)\s+(?:(?-i:[A-Z])[\w-]*\s+){0,2}(?:with\s+)?(?:release\s+)?(?:version|release)\s+)"
+    r"(\d+(?:\.\d+)+)"
     r"|(?<!deprecated\s)(?<!removed\s)(?<!changed\s)\bsince\s+(?:version\s+)?(\d+(?:\.\d+)+)",
     re.IGNORECASE,
 )

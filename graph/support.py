@@ -37,6 +37,7 @@ from graph.question import (
 from graph.text import (
     STOPWORDS,
     acronyms,
+    camel_case,
     identifier_parts,
     instruction_like,
     is_listing,
@@ -337,13 +338,22 @@ def _whole_code_names(question: str) -> list[str]:
 def _writes(text: str, name: str) -> bool:
     """Is ``name`` written in ``text`` as a whole name, or by its own last part where that
     is itself code: snake case ("Fraction.limit_denominator" as "limit_denominator") or
-    camel case ("asyncio.TaskGroup" as "TaskGroup", under its module's page)? A last part
-    that is a plain word ("server" of "http.server") is a word every page may write."""
-    last = name.rpartition(".")[2]
-    code_like = "_" in last or re.search(r"[a-z][A-Z]", last)
-    own = [name] + ([last] if last != name and code_like else [])
+    camel case ("asyncio.TaskGroup" as "TaskGroup"; the module is a key the supporting
+    passage still needs)? A last part that is a plain word ("server" of "http.server") is a
+    word every page may write."""
     folded = text.casefold()
-    return any(re.search(rf"(?<![\w.]){re.escape(n.casefold())}(?![\w])", folded) for n in own)
+
+    def written(n: str) -> bool:
+        return bool(re.search(rf"(?<![\w.]){re.escape(n.casefold())}(?![\w])", folded))
+
+    head, _, last = name.rpartition(".")
+    if written(name):
+        return True
+    if not head:
+        return False
+    if "_" in last:
+        return written(last)
+    return camel_case(last) and written(last)
 
 
 def assess_support(

@@ -8,6 +8,7 @@ from graph.claims import check_answer, neutralise_markers, split_claims
 from graph.extractive import extractive_answer
 from graph.question import analyse
 from graph.short_answer import find_short_answer
+from graph.statements import VERSION_NOTE
 from graph.support import assess_support, question_parts
 from graph.text import sentences
 from tools.evidence import Evidence, Provenance
@@ -541,6 +542,14 @@ def test_features_compared_by_the_release_their_pages_say_added_them() -> None:
         "window functions or row values, which has been in tern longer?", pages, []
     )
     assert longer is not None and longer.value == "row values"
+    # a dotted name's bare last part dates nothing: the note belongs to what precedes it
+    api = [ev("t:to", "Timeouts", "asyncio.wait_for(aw, timeout) waits. New in version 3.4.")]
+    assert VERSION_NOTE.search("available to users of version 2.7") is None
+    api.append(ev("t:b", "Barrier", "asyncio.Barrier is a barrier. New in version 3.11."))
+    timeout = find_short_answer("which is newer, asyncio.timeout or asyncio.Barrier?", api, [])
+    assert timeout is None
+    # being longer is a length, whatever else has been
+    assert analyse("Which river is longer, Alpha or Beta, which has been dammed?").event != "start"
     later = find_short_answer(
         "which came to tern later, row values or window functions?", pages, []
     )
@@ -1188,4 +1197,10 @@ def test_a_code_name_is_met_only_where_it_is_written_whole() -> None:
         title="Coroutines and Tasks",
     )
     assert assess_support("when was asyncio.TaskGroup added?", [group]).supported
-    assert not assess_support("when was asyncio.Runner added?", [group]).supported
+    # a camel-case member on a page that never writes its module is another's
+    other = evidence(
+        "anyio",
+        "class TaskGroup: a group of tasks. It was added in anyio 3.0.",
+        title="Tasks",
+    )
+    assert not assess_support("when was asyncio.TaskGroup added?", [other]).supported

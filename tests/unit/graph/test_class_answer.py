@@ -54,6 +54,8 @@ def test_the_class_phrase_ends_with_its_head_noun() -> None:
     ]
     assert asked_class("which Writers Hall of Fame author has written it?")[-1] == "author"
     assert asked_class("which recording studio did they use?") == ["recording", "studio"]
+    assert asked_class("Which Danish king was born in 1500?") == ["danish", "king"]
+    assert asked_class("which oil painting in the Louvre is oldest?") == ["oil", "painting"]
 
 
 def test_a_definition_ends_before_its_preposition() -> None:

@@ -131,6 +131,8 @@ def test_a_name_described_in_the_questions_words_or_written_before_its_kind() ->
         extractive_answer("Which season of the network did Idol open?", [season]).short_answer
         is None
     )
+    runner = ev("ci", "CI", "Builds run on the cloud-based runner from the platform team.")
+    assert extractive_answer("Which runner do builds run on?", [runner]).short_answer is None
 
 
 def test_a_field_labelled_with_the_asked_kind_names_its_member() -> None:
@@ -141,3 +143,7 @@ def test_a_field_labelled_with_the_asked_kind_names_its_member() -> None:
     )
     got = extractive_answer("Which PagerDuty schedule does the Platform team use?", [team])
     assert got.short_answer == "platform-primary"
+    # a field that names nothing yet is no answer
+    unset = ev("platform", "Platform team", "How to reach us\n\n- PagerDuty schedule: TBD")
+    got = extractive_answer("Which PagerDuty schedule does the Platform team use?", [unset])
+    assert got.short_answer is None
