@@ -166,17 +166,17 @@ def _contains(text: str, needle: str) -> bool:
 
 
 def check_questions(
-    docs: dict[str, Doc], users: dict[str, Any], problems: list[str]
+    docs: dict[str, Doc], users: dict[str, Any], problems: list[str], path: Path
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    lines = (HERE / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8").splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            problems.append(f"questions.jsonl:{n}: does not parse ({exc})")
+            problems.append(f"{path.name}:{n}: does not parse ({exc})")
     seen: set[str] = set()
     for r in rows:
         rid = r.get("id", "?")
@@ -285,7 +285,15 @@ def main() -> int:
         docs.update(loaded)
     users_doc = _load_json(HERE / "users.json", problems) or {}
     users = users_doc.get("users", {})
-    rows = check_questions(docs, users, problems)
+    # Every question file of the set (questions.jsonl, questions_fresh.jsonl) is checked
+    # against the same corpus; ids are unique across them.
+    rows = [
+        row
+        for path in sorted(HERE.glob("questions*.jsonl"))
+        for row in check_questions(docs, users, problems, path)
+    ]
+    ids = Counter(r.get("id") for r in rows)
+    problems += [f"{rid}: id used more than once across the question files" for rid, n in ids.items() if n > 1]
 
     size = sum(p.stat().st_size for p in CORPUS.rglob("*") if p.is_file())
     if size > MAX_CORPUS_BYTES:
