@@ -287,13 +287,13 @@ def main() -> int:
     users = users_doc.get("users", {})
     # Every question file of the set (questions.jsonl, questions_fresh.jsonl) is checked
     # against the same corpus; ids are unique across them.
-    rows = [
-        row
+    per_file = [
+        check_questions(docs, users, problems, path)
         for path in sorted(HERE.glob("questions*.jsonl"))
-        for row in check_questions(docs, users, problems, path)
     ]
-    ids = Counter(r.get("id") for r in rows)
-    problems += [f"{rid}: id used more than once across the question files" for rid, n in ids.items() if n > 1]
+    rows = [row for file_rows in per_file for row in file_rows]
+    in_files = Counter(rid for file_rows in per_file for rid in {r.get("id") for r in file_rows})
+    problems += [f"{rid}: id used in two question files" for rid, n in in_files.items() if n > 1]
 
     size = sum(p.stat().st_size for p in CORPUS.rglob("*") if p.is_file())
     if size > MAX_CORPUS_BYTES:
