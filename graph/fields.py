@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from graph.class_answer import NAME_OF
 from graph.question import DESCRIBED, QuestionShape
 from graph.statements import Statement, statements, superseded
-from graph.text import QUESTION_WORDS, STOPWORDS, acronyms, stem, terms, words
+from graph.text import QUESTION_WORDS, STOPWORDS, acronyms, names_something, stem, terms, words
 from tools.evidence import Evidence
 
 _FIELD = re.compile(r"^[\s*_`]*([^:\n]{2,60}?)[\s*_`]*:\s+(.+?)\s*$")
@@ -112,6 +112,12 @@ def _value(line: str, asked: set[str], shape: QuestionShape, question: str) -> s
     return None
 
 
+def asks_a_name(shape: QuestionShape, question: str) -> bool:
+    """ "what is the name of the laptop setup tool …": a name asked for by a description,
+    with no kind noun after the wh-word."""
+    return shape.answer_type == "value" and NAME_OF.search(question) is not None
+
+
 # What a field holds when it names nothing yet: "TBD", "none yet", "see below".
 _PLACEHOLDER = re.compile(r"^(?:tbd|tba|n/?a|none|unknown|pending|see\b|to be\b)", re.I)
 
@@ -122,7 +128,7 @@ def _a_name(value: str) -> bool:
     toks = value.split()
     if not toks or len(toks) > 3 or _PLACEHOLDER.match(value):
         return False
-    return toks[0][:1].isupper() or bool(re.search(r"\w[-_.]\w|\d", toks[0]))
+    return names_something(toks[0])
 
 
 def _meets(term: str, asked: set[str]) -> bool:
@@ -189,7 +195,7 @@ def _apposition_answer(
 ) -> FieldAnswer | None:
     """ "Which carrier ...?": the name after "the carrier" in the best-bound sentence that
     writes one, when no nearly as well bound sentence apposes another name."""
-    if shape.answer_type == "value" and NAME_OF.search(question):
+    if asks_a_name(shape, question):
         shape = replace(shape, answer_type="entity", kind=["name"])
     if shape.answer_type != "entity" or not shape.kind:
         return None

@@ -263,10 +263,9 @@ def _comparison(toks: list[str]) -> tuple[str | None, Direction | None]:
         return "lifespan", "max"
     if "lived" in have and have & {"shorter", "shortest"}:
         return "lifespan", "min"
-    if _been_there(toks) and have & {"longer", "longest"}:
-        return "start", "min"  # "which has been in httpd longer": the earlier arrival
-    if _been_there(toks) and have & {"shorter", "shortest"}:
-        return "start", "max"
+    if _been_there(toks) and have & {"longer", "longest", "shorter", "shortest"}:
+        # "which has been in httpd longer": the earlier arrival
+        return "start", "min" if have & {"longer", "longest"} else "max"
     for event, cues in EVENTS.items():
         if have & cues and direction:
             # "older" asks for the earlier birth; "younger" for the later one.

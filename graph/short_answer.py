@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph.agent_answer import agent_answer
-from graph.class_answer import DEFINING, LISTED, NAME_OF, class_answer
-from graph.fields import named_answer
+from graph.class_answer import DEFINING, LISTED, class_answer
+from graph.fields import asks_a_name, named_answer
 from graph.lexicon import related
 from graph.measures import group_size, length_m, per_year, quantity, span_s
 from graph.question import (
@@ -1304,7 +1304,7 @@ def wh_answer(
         named = _named_value(shape, question, evidence, supports)
         if named is not None:
             return named
-    if kind in {"person", "entity"} or (kind == "value" and NAME_OF.search(question)):
+    if kind in {"person", "entity"} or asks_a_name(shape, question):
         # A labelled line states it: "Chief Technology Officer: Bo Chen".
         field = named_answer(shape, question, evidence)
         if field is not None:

@@ -42,6 +42,7 @@ from graph.text import (
     instruction_like,
     is_listing,
     key_terms,
+    names_something,
     proper_phrases,
     sentences,
     terms,
@@ -116,17 +117,12 @@ def answer_type(question: str) -> list[str]:
             break
         if i > 0 and i + 1 < len(rest) and rest[i + 1].casefold() in _DETERMINERS:
             break  # "what datastore holds the sessions": "holds" is the verb
-        if i > 0 and i + 1 < len(rest) and _names_something(rest[i + 1]):
+        if i > 0 and i + 1 < len(rest) and names_something(rest[i + 1]):
             break  # "which team owns ledger-service": a verb before the name it governs
         out.extend(terms(raw))
         if len(out) >= _MAX_TYPE_WORDS:
             break
     return out
-
-
-def _names_something(word: str) -> bool:
-    """A capitalised word or an identifier ("Payments", "ledger-service", "OPS-142")."""
-    return word[:1].isupper() or bool(re.search(r"\w[-_.]\w|\d", word))
 
 
 def _verb_like(word: str) -> bool:

@@ -178,6 +178,11 @@ _CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b|\b[A-Z]{2,}[a-z][A-Za-z]*
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 
 
+def names_something(word: str) -> bool:
+    """A capitalised word or an identifier ("Payments", "ledger-service", "OPS-142")."""
+    return word[:1].isupper() or bool(re.search(r"\w[-_.]\w|\d", word))
+
+
 def camel_case(word: str) -> bool:
     """Is ``word`` one name made of several capitalised words ("LDAPRetries",
     "KeepAliveTimeout")?"""
