@@ -278,7 +278,7 @@ def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
         return "number"
     if shape.answer_type in {"date", "number", "duration"}:
         return shape.answer_type
-    if "version" in toks or "release" in toks or (toks & ARRIVAL and asks_when(question)):
+    if "version" in toks or _names_a_release(question) or (toks & ARRIVAL and asks_when(question)):
         return "date"
     if _ENDS_ASKING_WHEN.search(question):
         return "date"  # a search-box query: "contextlib.chdir added in"
@@ -289,6 +289,21 @@ def value_kind(question: str, shape: QuestionShape | None = None) -> str | None:
     if shape.answer_type == "value" and words(ask_of(question))[-1:] in ([m] for m in _MEASURED):
         return "number"  # a search-box query names the asked measure last: "X line length"
     return None
+
+
+# Words after which "release" is a verb: the infinitive's "to", a subject pronoun, a modal
+# or an auxiliary ("command to release stale locks", "how do i release a lock").
+_BEFORE_A_VERB = frozenset(
+    "to i you we they can could should would will must do does did not never".split()
+)
+
+
+def _names_a_release(question: str) -> bool:
+    """ "which release added X", "the 2.4 release": "release" as a noun, not the verb."""
+    toks = words(question)
+    return any(
+        t == "release" and (i == 0 or toks[i - 1] not in _BEFORE_A_VERB) for i, t in enumerate(toks)
+    )
 
 
 # Nouns that name a measure: a query that ends with one asks its number.

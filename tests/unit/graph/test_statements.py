@@ -121,6 +121,10 @@ def test_a_neighbouring_settings_value_is_not_stated_for_another() -> None:
         ("base64.encodebytes length of lines", None),
         ("asyncio.timeout new in?", "date"),
         ("which modules were added in the standard library", None),
+        # "release" the noun asks a release, the verb does not
+        ("which release added mod_brotli?", "date"),
+        ("command to release stale slot locks in dock-scheduler", None),
+        ("how do i release a lock held by a dead worker?", None),
     ],
 )
 def test_value_kind(question: str, kind: str | None) -> None:
