@@ -32,6 +32,8 @@ _TEAM = re.compile(
 # An amount that opens a value: "€250 per week", "1.35% of the payout", "800 ms".
 _AMOUNT = re.compile(r"^[€$£¥]?\d[\d,.]*(?:\s?(?:%|ms|s|m|h|GB|MB|KB|k))?")
 _MAX_VALUE_WORDS = 6
+# A table row whose first cell is a label: "Module: | mod_setenvif" reads "Module: mod_setenvif".
+_LABEL_CELL = re.compile(r"^\s*([^|:\n]{2,60}):\s*\|\s+")
 # A rival line bound almost as well that gives another value leaves the answer open.
 _CLOSE = 0.05
 
@@ -65,8 +67,9 @@ def _field_answer(
     read: list[tuple[Statement, str]] = []
     # The newer of two documents stating the same field (a policy and its replacement).
     for st in superseded(found, evidence):
-        # A ticket export writes several fields on one line: "Status: Done | Assignee: X".
-        for part in st.sentence.split(" | "):
+        # A ticket export writes several fields on one line: "Status: Done | Assignee: X";
+        # a two-column table, a label cell and its value: "Module: | mod_setenvif".
+        for part in _LABEL_CELL.sub(r"\1: ", st.sentence).split(" | "):
             value = _value(part, asked, shape, question)
             if value is not None:
                 read.append((st, value))

@@ -147,3 +147,16 @@ def test_a_field_labelled_with_the_asked_kind_names_its_member() -> None:
     unset = ev("platform", "Platform team", "How to reach us\n\n- PagerDuty schedule: TBD")
     got = extractive_answer("Which PagerDuty schedule does the Platform team use?", [unset])
     assert got.short_answer is None
+
+
+def test_a_two_column_table_row_is_a_field() -> None:
+    # a directive's quick-reference table: a label cell, then its value cell
+    entry = ev(
+        "setenvif",
+        "Apache Module mod_setenvif",
+        "SetEnvIfExpr Directive\n\nDescription: | Sets environment variables based on an "
+        "expression\nSyntax: | SetEnvIfExpr expr [!]env-variable[=value]\n"
+        "Context: | server config, virtual host\nStatus: | Base\nModule: | mod_setenvif",
+    )
+    got = extractive_answer("SetEnvIfExpr - what module is that in", [entry])
+    assert got.short_answer == "mod_setenvif"
