@@ -59,11 +59,12 @@ from graph.statements import (
     tables,
     value_kind,
 )
-from graph.support import Support, answer_type, chain_context, heading_of
+from graph.support import Support, answer_type, chain_context, heading_of, question_parts
 from graph.text import (
     HONORIFICS,
     NUMBER_WORDS,
     STOPWORDS,
+    identifier_parts,
     key_terms,
     sentences,
     stem,
@@ -1022,8 +1023,10 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         # replicas; a sentence counting something else states no rival
         if counted:
             # a number closing a sentence that names the counted noun counts it: "limit the
-            # number of open database files to nine" (not "bytes 4 through 7 of …")
-            names_it = any(is_counted(w, counted) for w in words(s.sentence))
+            # number of open database files to nine" (not "bytes 4 through 7 of …"), as
+            # does a setting named for it: "Default: LimitRequestFields 100"
+            said = [*words(s.sentence), *identifier_parts(s.sentence)]
+            names_it = any(is_counted(w, counted) for w in said)
             return tuple(
                 v
                 for v in s.values
@@ -1031,6 +1034,12 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
             )
         return s.values
 
+    if counted:
+        # the statement read is the best bound one that counts the asked noun
+        found = [st for st in found if values(st)]
+        if not found:
+            return None
+        best = found[0]
     bound = asks_a_bound(question)
     rivals = {
         v
@@ -1534,6 +1543,13 @@ def _named_subject(shape: QuestionShape, question: str, evidence: list[Evidence]
     if not named or named[0][0].bound < found[0].bound - _CLOSE:
         return None
     best, name = named[0]
+    parts = question_parts(question)
+    said = set(terms(best.sentence)) | identifier_parts(best.sentence)
+    if parts.constraints and not said & set(parts.constraints):
+        # A row or a sentence that only mentions the question's subject ("`topic` |
+        # producer | invoice-builder") does not describe the asked thing: it must say
+        # some of what is asked of it in its own words.
+        return None
     for st in found:
         if st is best:
             continue

@@ -988,6 +988,23 @@ def test_the_name_a_sentence_opens_with_answers_which_thing() -> None:
     song = ev("numb", "Numb", '"Numb" is a song by Rihanna featuring Eminem, from Unapologetic.')
     q = "Which Eminem album included vocals from the singer of Unapologetic?"
     assert extractive_answer(q, [song]).short_answer is None
+    # a row that only names the question's subject says nothing of what is asked of it
+    # (here "availability" is met only by the row's page: "availability zones")
+    topics = ev(
+        "bus",
+        "Event bus",
+        "## Main topics\n\n| Topic | Producer | Main consumers |\n|---|---|---|\n"
+        "| `ledger.entries.v1` | ledger-service | invoice-builder, lakehouse-loader |",
+    )
+    zones = ev("bus", "Event bus", "relay-bus runs 6 brokers across three availability zones.")
+    slos = [
+        ev(name, name, "## SLOs\n\n- Availability 99.9% per month")
+        for name in ("auth-broker", "route-planner")
+    ]
+    builder = ev("builder", "invoice-builder", "invoice-builder renders invoices as PDF files.")
+    pool = [builder, topics, *slos, zones.model_copy(update={"id": "bus#1"})]
+    q = "what's the availability slo for invoice-builder?"
+    assert extractive_answer(q, pool).short_answer is None
 
 
 def test_how_a_question_cites_its_sources_is_no_word_a_page_must_write() -> None:
@@ -1204,3 +1221,17 @@ def test_a_code_name_is_met_only_where_it_is_written_whole() -> None:
         title="Tasks",
     )
     assert not assess_support("when was asyncio.TaskGroup added?", [other]).supported
+
+
+def test_a_count_read_off_the_setting_named_for_the_counted_noun() -> None:
+    entry = ev(
+        "core",
+        "Apache Core Features",
+        "LimitRequestFields Directive\n\nDescription: | Limits the number of HTTP request "
+        "header fields that will be accepted from the client\n"
+        "Syntax: | LimitRequestFields number\nDefault: | LimitRequestFields 100\n"
+        "The number of request header fields used by a client rarely exceeds 20, but this "
+        "may vary among different client implementations.",
+    )
+    q = "how many request header fields will httpd accept from a client by default"
+    assert extractive_answer(q, [entry]).short_answer == "100"
