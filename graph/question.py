@@ -144,9 +144,35 @@ def ask_of(question: str) -> str:
     return (asks or parts or [question])[-1].strip()
 
 
+# Prepositions that open an adverbial put before a question's verb: "on a current build
+# is X bigger than Y?", "in sqlite, can a view be indexed?".
+_FRONTING = frozenset(
+    "in on at for with without under since after before during from by as".split()
+)
+_MAX_FRONTED = 6
+
+
+def _unfronted(ask: str) -> str:
+    """The question from its auxiliary on, when a prepositional phrase stands before it
+    and it asks no wh-word: English fronts circumstances ("in sqlite, is ...") without
+    changing what is asked."""
+    toks = words(ask)
+    if not toks or toks[0] not in _FRONTING or _WH & set(toks):
+        return ask
+    comma = re.match(r"^[^,?]{1,80},\s*(.+)$", ask)
+    if comma and words(comma.group(1))[:1] and words(comma.group(1))[0] in _AUX:
+        return comma.group(1)
+    for t in toks[1 : _MAX_FRONTED + 1]:
+        if t in _AUX:
+            m = re.search(rf"(?i)\b{re.escape(t)}\b", ask)
+            return ask[m.start() :] if m else ask
+    return ask
+
+
 def analyse(question: str) -> QuestionShape:
     # "what's" asks as "what is" does.
     ask = re.sub(r"\b(what|who|where|when|how)[’']s\b", r"\1 is", ask_of(question), flags=re.I)
+    ask = _unfronted(ask)
     toks = words(ask)
     first = toks[0] if toks else ""
     options = choice_options(ask)
@@ -381,15 +407,17 @@ def _subjects(ask: str) -> list[str]:
     """The two things a yes/no question compares: "Are X and Y both …", "Is X taller than
     Y": the phrase after the auxiliary (and "both") up to "and"/"than", and the name that
     opens the rest (capitalised words, a parenthesis, an identifier)."""
-    m = re.match(r"\s*\w+\s+(?:both\s+)?(.+?)\s+(?:and|than)\s+(.+)$", ask.rstrip(" ?"))
+    m = re.match(r"\s*\w+\s+(?:both\s+)?(.+?)\s+(and|than)\s+(.+)$", ask.rstrip(" ?"))
     if not m:
         return []
     # "Is X older than Y", "Is X numerically lower than Y": the comparative is not X's name
     toks = m.group(1).split()
+    if m.group(2) == "than" and len(toks) > 1:
+        toks.pop()  # the word before "than" is the comparative: "faster", "more"
     while len(toks) > 1 and (toks[-1] in _PHRASE_STOP or toks[-1].endswith("ly")):
         toks.pop()
     left = _trim(" ".join(toks))
-    right = _leading_name(m.group(2), len(left.split()))
+    right = _leading_name(m.group(3), len(left.split()))
     return [left, right] if left and right else []
 
 
@@ -403,8 +431,11 @@ def _leading_name(text: str, parallel: int) -> str:
     m = _LEAD_NAME.match(text.strip())
     if m:
         return _trim(m.group(1))
-    # Lowercase names ("pg_dump and pg_restore"): as many words as the other side.
-    toks = _outward(text.split(), reverse=False)
+    # Lowercase names ("pg_dump and pg_restore"): as many words as the other side, an
+    # article not counted.
+    toks = _outward(
+        re.sub(r"^(?:the|a|an)\s+", "", text.strip(), flags=re.I).split(), reverse=False
+    )
     return _trim(" ".join(toks[: max(parallel, 1)]))
 
 

@@ -55,6 +55,16 @@ def ev(doc: str, title: str, text: str) -> Evidence:
         # options after a comma are names; a clause there lists none
         ("Which genus has more species, Bactris and Epigaea?", "option", ["Bactris", "Epigaea"]),
         ("What series, told in first person, has books about worlds and species?", "entity", []),
+        # a circumstance put before the verb leaves a yes/no question one
+        ("in sqlite, is a view faster than a table?", "yesno", ["view", "table"]),
+        (
+            "on a current build is the column limit bigger than the row limit",
+            "yesno",
+            ["column limit", "row limit"],
+        ),
+        ("In 1990, who won the league?", "person", []),
+        # a subject before the verb, an in-situ wh-word: not a yes/no question
+        ("A manga series, is written by someone born in what year?", "date", []),
     ],
 )
 def test_answer_type_and_options_from_structure(
