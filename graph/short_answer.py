@@ -50,7 +50,9 @@ from graph.statements import (
     default_said,
     designated,
     entry_code,
+    in_condition,
     is_counted,
+    refers_back,
     row_text,
     scoped,
     statements,
@@ -983,8 +985,8 @@ def _asks_version(question: str) -> bool:
 def assigned(question: str, evidence: list[Evidence]) -> Found | None:
     """The default a signature or a config line assigns to the setting a question about a
     default names ("dirs_exist_ok=False")."""
-    if value_kind(question) != "literal":
-        return None
+    if value_kind(question) != "literal" or refers_back(question):
+        return None  # (a default assigned to a name the question writes is not the hop's)
     found = assigned_value(question, evidence)
     if found is None:
         return None
@@ -1248,8 +1250,10 @@ def _named_value(
         (sup, line.split()) for sup in ranked[:_MAX_SUPPORTS] for line in sup.sentence.splitlines()
     ]
     for sup, toks in paragraphs:
+        # "If single-thread mode is selected, ...": a condition names no fact
+        condition = in_condition(toks)
         for i, t in enumerate(toks):
-            if stem(t.strip(",.;:()*").casefold()) != head:
+            if condition[i] or stem(t.strip(",.;:()*").casefold()) != head:
                 continue
             for j in range(max(0, i - 2), min(len(toks), i + 3)):
                 raw = toks[j].strip(",.;()*|")

@@ -175,6 +175,23 @@ def asks_more_than_once(question: str) -> bool:
     return ask_of(question) != question or bool(re.search(r"\w[.!?]\s+\w", question.strip()))
 
 
+# "that macro", "this option": a demonstrative determiner, after a word that no noun is
+# ("what's that macro", "if that option is left alone"; not "the option that controls").
+_DEMONSTRATIVE = re.compile(
+    r"(?:^|\b(?:what|which|is|was|of|for|in|on|to|from|by|with|about|if|does|do|did|set)\s+)"
+    r"(?:that|this|those|these)\s+(?!is\b|was\b|are\b|were\b)[a-z][\w-]*",
+    re.IGNORECASE,
+)
+
+
+def refers_back(question: str) -> bool:
+    """ "… a compile-time macro decides where temp tables go. what's that macro set to?":
+    the ask names its thing only by pointing back at an earlier sentence, a hop whose
+    name the question never writes."""
+    ask = re.sub(r"[’']s\b", " is", ask_of(question))
+    return asks_more_than_once(question) and _DEMONSTRATIVE.search(ask) is not None
+
+
 # A query that ends where its date would stand: "X added in", "deprecated since?".
 _ENDS_ASKING_WHEN = re.compile(
     r"\b(?:added|introduced|new|available|deprecated|removed)\s+(?:in|since)\s*\??\s*$",
@@ -443,6 +460,21 @@ def _numbered_words(question: str) -> frozenset[str]:
 
 
 _CONDITION = frozenset({"if", "unless"})
+
+
+def in_condition(raw: list[str]) -> list[bool]:
+    """For each whitespace token, whether it stands inside a condition ("if max_workers is 0
+    or less, ...", "unless the option is given"): from "if"/"unless" up to its comma."""
+    flags: list[bool] = []
+    conditional = False
+    for i, tok in enumerate(raw):
+        closed = bool(i) and raw[i - 1].endswith((",", ";"))
+        low = tok.strip(",.;:()[]\"'“”").casefold()
+        conditional = low in _CONDITION or (conditional and not closed)
+        flags.append(conditional)
+    return flags
+
+
 _COMPACT_DURATION = re.compile(r"^\d+(?:\.\d+)?(?:ms|s|m|h|d)$")
 
 
@@ -503,13 +535,11 @@ def values_in(sentence: str, kind: str, question: str) -> tuple[str, ...]:
     # Inside a condition ("unless the QUOTE_NONNUMERIC option is given", "if max_workers
     # is 0 or less, ..."), up to its comma: what must hold, not what the sentence states.
     # A default may be written in an "if" clause ("If exist_ok is False (the default)").
-    opens = _CONDITION
-    conditional = False
+    condition = in_condition(raw)
     product = versioned_product(question) if kind == "date" else None
     for i, tok in enumerate(toks):
         low = tok.casefold()
-        closed = bool(i) and raw[i - 1].endswith((",", ";"))
-        conditional = low in opens or (conditional and not closed)
+        conditional = condition[i]
         # a value marked as the default counts even inside a condition ("If exist_ok is
         # False (the default)", "if timeout is None (the default), block …")
         if not tok or low in asked or (conditional and not _marked_default(raw, i)):

@@ -1245,3 +1245,33 @@ def test_a_count_read_off_the_setting_named_for_the_counted_noun() -> None:
     )
     q = "how many request header fields will httpd accept from a client by default"
     assert extractive_answer(q, [entry]).short_answer == "100"
+
+
+def test_a_hop_named_only_by_pointing_back_is_not_the_named_setting() -> None:
+    pragma = ev(
+        "pragma",
+        "Pragma statements",
+        "PRAGMA temp_store;\nPRAGMA temp_store = 0 | DEFAULT | 1 | FILE | 2 | MEMORY;\n"
+        "When temp_store is DEFAULT (0), the compile-time C preprocessor macro "
+        "SQLITE_TEMP_STORE is used to determine where temporary tables are stored.",
+    )
+    q = (
+        "if PRAGMA temp_store is left at DEFAULT a compile-time macro decides where temp "
+        "tables go. what's that macro set to by default?"
+    )
+    assert extractive_answer(q, [pragma]).short_answer is None
+    # the setting the ask itself names keeps its assigned default
+    assert extractive_answer("what's temp_store set to by default?", [pragma]).short_answer
+
+
+def test_a_kind_named_inside_a_condition_is_no_value_of_it() -> None:
+    modes = ev(
+        "threads",
+        "Using SQLite In Multi-Threaded Applications",
+        "Threading modes\n\nSQLite supports three threading modes. The SQLITE_THREADSAFE "
+        "compile-time option selects the threading mode. If single-thread mode is selected "
+        "at compile-time, then critical mutexing logic is omitted from the build and it is "
+        "impossible to enable serialized mode at run-time.",
+    )
+    q = "with SQLITE_THREADSAFE left alone, which threading mode does sqlite run in?"
+    assert extractive_answer(q, [modes]).short_answer is None
