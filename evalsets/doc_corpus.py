@@ -198,8 +198,11 @@ def corpus_pages(questions: Path) -> dict[str, str] | None:
 
 
 def check_main(questions: Path, source: str) -> int:
-    """Print the problems of a set's questions (and gold pages, when built); 1 if any."""
-    rows = read_rows(questions)
+    """Print the problems of a set's questions (and gold pages, when built); 1 if any.
+    Every question file beside ``questions`` (``questions*.jsonl``: the set and its fresh
+    questions) is checked, their ids together."""
+    files = sorted(questions.parent.glob("questions*.jsonl")) or [questions]
+    rows = [row for path in files for row in read_rows(path)]
     problems = row_problems(rows, source)
     pages = corpus_pages(questions)
     if pages is None:
@@ -208,6 +211,8 @@ def check_main(questions: Path, source: str) -> int:
         problems += corpus_problems(rows, pages)
     for p in problems:
         print(p)
-    counts = Counter(str(r.get("type")) for r in rows)
-    print(f"{len(rows)} questions: " + ", ".join(f"{t} {counts[t]}" for t in TYPES))
+    for path in files:
+        own = read_rows(path)
+        counts = Counter(str(r.get("type")) for r in own)
+        print(f"{path.name}: {len(own)} questions: " + ", ".join(f"{t} {counts[t]}" for t in TYPES))
     return 1 if problems else 0

@@ -58,6 +58,26 @@ def test_questions_parse_and_are_well_formed(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_every_question_file_of_a_set_is_well_formed_and_ids_are_unique_across_them(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = sorted(_questions(name).parent.glob("questions*.jsonl"))
+    rows = [row for path in files for row in doc_corpus.read_rows(path)]
+    assert doc_corpus.row_problems(rows, name) == []
+    # the checker reads every file: a row of the fresh file is counted in its own line
+    doc_corpus.check_main(_questions(name), name)
+    printed = capsys.readouterr().out
+    assert all(f"{path.name}: " in printed for path in files)
+
+
+def test_the_checker_reports_an_id_used_in_two_files(tmp_path: Path) -> None:
+    row = doc_corpus.read_rows(_questions("pydocs"))[0]
+    for name in ("questions.jsonl", "questions_fresh.jsonl"):
+        (tmp_path / name).write_text(json.dumps(row) + "\n")
+    assert doc_corpus.check_main(tmp_path / "questions.jsonl", "pydocs") == 1
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_every_type_is_in_both_halves(name: str) -> None:
     questions = load_acme_questions(_questions(name))[0]
     halves = Counter((q.type, question_split(q.id)) for q in questions)
@@ -85,7 +105,8 @@ def test_gold_pages_exist_in_the_built_corpus_and_state_the_answer(
     corpus = spec.sources[0].path
     if not corpus.is_dir():
         pytest.skip(f"{name} corpus not built ({corpus}): make {name}")
-    rows = doc_corpus.read_rows(_questions(name))
+    files = sorted(_questions(name).parent.glob("questions*.jsonl"))
+    rows = [row for path in files for row in doc_corpus.read_rows(path)]
     gold = sorted({d for r in rows for d in r["gold_docs"]})
     rels = [d.removeprefix(f"{name}:") for d in gold]
     missing = [rel for rel in rels if not (corpus / rel).is_file()]
