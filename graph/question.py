@@ -117,7 +117,8 @@ _ASK_SPLIT = re.compile(
 _USING = (
     r"(?:pass|passing|set|setting|specify|specifying|give|giving|supply|supplying|provide|"
     r"providing|change|changing|configure|configuring|touch|touching|override|overriding|"
-    r"rename|renaming|add|adding|use|using)"
+    r"rename|renaming|add|adding|use|using|tell|telling|choose|choosing|pick|picking|"
+    r"select|selecting)"
 )
 _DEFAULT_IDIOM = re.compile(
     r"\bout[- ]of[- ]the[- ]box\b"

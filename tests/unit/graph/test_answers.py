@@ -1156,6 +1156,9 @@ def test_a_value_question_after_a_situation_is_answered_by_the_entry_that_states
         ("out of the box, how many times does httpd retry?", "out of the box"),
         ("which port does it use when I don't set the port option?", "don't set"),
         ("if I leave out -p, which port does fcgistarter listen on?", "leave out"),
+        # verbs of telling a program what to use
+        ("what backend type does it assume if i don't tell it", "don't tell"),
+        ("which mpm do i get if i don't pick one at build time?", "don't pick"),
         ("what is the default port?", None),
     ],
 )
