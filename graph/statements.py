@@ -1070,6 +1070,10 @@ _PLACEHOLDER = re.compile(r"[A-Z]|([A-Z])\1+|<[^<>]*>|\.\.\.")
 _ARGUMENTS = re.compile(r"([\w.]+)\(([^()]*=[^()]*)\)")  # a signature: name, arguments
 
 
+# A named constant ("IMAP4_SSL_PORT", "DEFAULT_FORMAT"): it refers to a value.
+_NAMED_CONSTANT = re.compile(r"(?:\w+\.)*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+
+
 def assigned_value(question: str, evidence: list[Evidence]) -> tuple[int, str, str] | None:
     """(evidence n, line, value) where a passage assigns a value to a setting the question
     names (its last dotted part: "os.makedirs exist_ok" names exist_ok), when every such
@@ -1103,6 +1107,8 @@ def assigned_value(question: str, evidence: list[Evidence]) -> tuple[int, str, s
                 continue
             if _PLACEHOLDER.fullmatch(value):
                 continue  # "SQLITE_MAX_SCHEMA_RETRY=N": the form of a setting, not a value
+            if _NAMED_CONSTANT.fullmatch(value):
+                continue  # "port=IMAP4_SSL_PORT": the value is the constant's, stated elsewhere
             seen.setdefault(value, (n, line.strip()))
 
     for name in names:

@@ -1278,3 +1278,13 @@ def test_a_kind_named_inside_a_condition_is_no_value_of_it() -> None:
     )
     q = "with SQLITE_THREADSAFE left alone, which threading mode does sqlite run in?"
     assert extractive_answer(q, [modes]).short_answer is None
+
+
+def test_a_default_assigned_as_a_named_constant_is_not_the_value() -> None:
+    imap = ev(
+        "imaplib",
+        "imaplib — IMAP4 protocol client",
+        "class imaplib.IMAP4_SSL(host='', port=IMAP4_SSL_PORT, ssl_context=None)\n\n"
+        "This is a subclass derived from IMAP4 that connects over an SSL encrypted socket.",
+    )
+    assert extractive_answer("imaplib.IMAP4_SSL default port", [imap]).short_answer is None
