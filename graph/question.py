@@ -347,6 +347,13 @@ def _after(toks: list[str], cues: tuple[str, ...], skip: set[str]) -> list[str]:
     return []
 
 
+_VERSUS = re.compile(
+    r"(?:^|[,:;]\s*)([^,:;]+?)\s+(?:vs\.?|versus)\s+([^,:;?]+?)"
+    r"(?=\s*(?:[,:;?]|$)|\s+(?:which|who|what)\b)",
+    re.IGNORECASE,
+)
+
+
 def choice_options(ask: str) -> list[str]:
     """The options of "…, X or Y?", "is X or Y …", "between X and Y": the phrases on each
     side of the conjunction, read outwards until punctuation or a word that cannot be in
@@ -355,6 +362,13 @@ def choice_options(ask: str) -> list[str]:
     text = ask.rstrip(" ?.!")
     m = re.search(r"\bbetween\s+(.+?)\s+and\s+(.+?)(?:,|\?|$|\s+(?:which|who|what)\b)", text, re.I)
     if m:
+        return [_trim(m.group(1)), _trim(m.group(2))]
+    # "os.memfd_create vs os.pidfd_open, which is older?", "which is faster: json versus
+    # pickle": when "which" asks, the phrases either side of "vs", each to its punctuation
+    m = _VERSUS.search(text) if re.search(r"\bwhich\b", text, re.I) else None
+    # ("Kramer vs. Kramer was directed by whom?", "which studio made Kramer vs. Kramer?"
+    # name a film: no choice is asked, or an option would hold the ask's own words)
+    if m and not _PHRASE_STOP & set(words(m.group(1))):
         return [_trim(m.group(1)), _trim(m.group(2))]
     idx = [m.start() for m in re.finditer(r"\s+or\s+", text)]
     if not idx:

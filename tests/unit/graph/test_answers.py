@@ -55,6 +55,14 @@ def ev(doc: str, title: str, text: str) -> Evidence:
         # options after a comma are names; a clause there lists none
         ("Which genus has more species, Bactris and Epigaea?", "option", ["Bactris", "Epigaea"]),
         ("What series, told in first person, has books about worlds and species?", "entity", []),
+        # "vs" joins the options of a choice "which" asks; a title holding "vs." is no choice
+        (
+            "os.memfd_create vs os.pidfd_open, which one is older?",
+            "option",
+            ["os.memfd_create", "os.pidfd_open"],
+        ),
+        ("which is faster: json versus pickle", "option", ["json", "pickle"]),
+        ("Which studio made Kramer vs. Kramer?", "entity", []),
         # a circumstance put before the verb leaves a yes/no question one
         ("in sqlite, is a view faster than a table?", "yesno", ["view", "table"]),
         (
