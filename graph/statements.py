@@ -379,11 +379,13 @@ def bounded(toks: list[str], i: int) -> bool:
 
 
 def counted_noun(question: str) -> str | None:
-    """The noun "how many" counts ("how many replicas" -> "replica"): of a compound, its
+    """The noun "how many" or "the number of" counts ("how many replicas" -> "replica",
+    "max number of vertices" -> "vertex"): of a compound, its
     head, the last noun before the verb ("how many component database files will …" ->
     "file")."""
     m = re.search(
-        r"\bhow many\s+(?:of\s+(?:the|these|those|its|their)\s+)?([\w-]+(?:\s+[\w-]+){0,3})",
+        r"\b(?:how many|number of)\s+(?:of\s+(?:the|these|those|its|their)\s+)?"
+        r"([\w-]+(?:\s+[\w-]+){0,3})",
         question,
         re.IGNORECASE,
     )

@@ -22,7 +22,7 @@ from graph.statements import (
     value_kind,
     values_in,
 )
-from graph.text import acronyms
+from graph.text import acronyms, stem
 from retrieval.search_models import Locator
 from tools.evidence import Evidence, Provenance
 from tools.testing import evidence
@@ -977,3 +977,17 @@ def test_a_number_closing_a_sentence_that_names_the_counted_noun_counts_it() -> 
     # "bytes 4 through 7" numbers bytes, it does not count them
     bytes_q = "how many bytes is the frame header of swarmvtab?"
     assert extractive_answer(bytes_q, [page]).short_answer is None
+
+
+@pytest.mark.parametrize(
+    ("question", "noun"),
+    [
+        ("how many replicas does the ledger run?", "replica"),
+        # "the number of" counts as "how many" does
+        ("max number of vertices in one geopoly polygon", "vertices"),
+        ("what is the number of tables a join may hold?", "tables"),
+        ("what is the default port?", None),
+    ],
+)
+def test_the_counted_noun(question: str, noun: str | None) -> None:
+    assert counted_noun(question) == (stem(noun) if noun else None)
