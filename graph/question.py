@@ -163,8 +163,8 @@ def _unfronted(ask: str) -> str:
     comma = re.match(r"^[^,?]{1,80},\s*(.+)$", ask)
     if comma and words(comma.group(1))[:1] and words(comma.group(1))[0] in _AUX:
         return comma.group(1)
-    for t in toks[1 : _MAX_FRONTED + 1]:
-        if t in _AUX:
+    for k, t in enumerate(toks[1 : _MAX_FRONTED + 1], start=1):
+        if t in _AUX and len(toks) - k > 2:  # ("in sqlite the default page size is" asks a value)
             m = re.search(rf"(?i)\b{re.escape(t)}\b", ask)
             return ask[m.start() :] if m else ask
     return ask
@@ -368,7 +368,8 @@ def choice_options(ask: str) -> list[str]:
     m = _VERSUS.search(text) if re.search(r"\bwhich\b", text, re.I) else None
     # ("Kramer vs. Kramer was directed by whom?", "which studio made Kramer vs. Kramer?"
     # name a film: no choice is asked, or an option would hold the ask's own words)
-    if m and not _PHRASE_STOP & set(words(m.group(1))):
+    # ("In the python vs rust rewrite, which …": a fronted phrase is no option either)
+    if m and not _PHRASE_STOP & set(words(m.group(1))) and words(m.group(1))[0] not in _FRONTING:
         return [_trim(m.group(1)), _trim(m.group(2))]
     idx = [m.start() for m in re.finditer(r"\s+or\s+", text)]
     if not idx:

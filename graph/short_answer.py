@@ -1252,6 +1252,8 @@ def _named_value(
     for sup, toks in paragraphs:
         # "If single-thread mode is selected, ...": a condition names no fact
         condition = in_condition(toks)
+        if condition and condition[-1]:
+            condition = [False] * len(toks)  # a condition never closed: its end is unknown
         for i, t in enumerate(toks):
             if condition[i] or stem(t.strip(",.;:()*").casefold()) != head:
                 continue

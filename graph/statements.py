@@ -189,7 +189,10 @@ def refers_back(question: str) -> bool:
     the ask names its thing only by pointing back at an earlier sentence, a hop whose
     name the question never writes."""
     ask = re.sub(r"[’']s\b", " is", ask_of(question))
-    return asks_more_than_once(question) and _DEMONSTRATIVE.search(ask) is not None
+    # (an ask that writes a setting's name asks of that setting: "… what is dirs_exist_ok
+    # set to by default for this function?")
+    named = any("_" in m.group(1) for m in _SETTING.finditer(ask))
+    return asks_more_than_once(question) and not named and _DEMONSTRATIVE.search(ask) is not None
 
 
 # A query that ends where its date would stand: "X added in", "deprecated since?".
@@ -384,7 +387,10 @@ def counted_noun(question: str) -> str | None:
     head, the last noun before the verb ("how many component database files will …" ->
     "file")."""
     m = re.search(
-        r"\b(?:how many|number of)\s+(?:of\s+(?:the|these|those|its|their)\s+)?"
+        r"(?:\bhow many\s+(?:of\s+)?"
+        # "the number of X", "max number of X"; not "the port number of the console"
+        r"|(?:^|\b(?:the|max|maximum|min|minimum|total|largest|smallest)\s+)number\s+of\s+)"
+        r"(?:(?:the|these|those|its|their)\s+)?"
         r"([\w-]+(?:\s+[\w-]+){0,3})",
         question,
         re.IGNORECASE,
@@ -1109,8 +1115,10 @@ def assigned_value(question: str, evidence: list[Evidence]) -> tuple[int, str, s
                 continue
             if _PLACEHOLDER.fullmatch(value):
                 continue  # "SQLITE_MAX_SCHEMA_RETRY=N": the form of a setting, not a value
-            if _NAMED_CONSTANT.fullmatch(value):
-                continue  # "port=IMAP4_SSL_PORT": the value is the constant's, stated elsewhere
+            if _NAMED_CONSTANT.fullmatch(value) and name.casefold() in value.casefold().split("_"):
+                # "port=IMAP4_SSL_PORT": a constant named for the setting holds its value,
+                # stated elsewhere; an enum-like constant is the value ("compression=ZIP_STORED")
+                continue
             seen.setdefault(value, (n, line.strip()))
 
     for name in names:

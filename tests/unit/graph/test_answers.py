@@ -63,6 +63,7 @@ def ev(doc: str, title: str, text: str) -> Evidence:
         ),
         ("which is faster: json versus pickle", "option", ["json", "pickle"]),
         ("Which studio made Kramer vs. Kramer?", "entity", []),
+        ("In the python vs rust rewrite, which language did the team keep?", "entity", []),
         # a circumstance put before the verb leaves a yes/no question one
         ("in sqlite, is a view faster than a table?", "yesno", ["view", "table"]),
         (
@@ -71,6 +72,8 @@ def ev(doc: str, title: str, text: str) -> Evidence:
             ["column limit", "row limit"],
         ),
         ("In 1990, who won the league?", "person", []),
+        # a search-box query that ends on its verb asks the value
+        ("in sqlite the default page size is", "value", []),
         # a subject before the verb, an in-situ wh-word: not a yes/no question
         ("A manga series, is written by someone born in what year?", "date", []),
     ],
@@ -1296,3 +1299,33 @@ def test_a_default_assigned_as_a_named_constant_is_not_the_value() -> None:
         "This is a subclass derived from IMAP4 that connects over an SSL encrypted socket.",
     )
     assert extractive_answer("imaplib.IMAP4_SSL default port", [imap]).short_answer is None
+
+
+def test_an_enum_like_constant_is_the_default_and_a_named_setting_is_asked_of() -> None:
+    zipf = ev(
+        "zipfile",
+        "zipfile — Work with ZIP archives",
+        "class zipfile.ZipFile(file, mode='r', compression=ZIP_STORED, allowZip64=True)",
+    )
+    got = extractive_answer("zipfile.ZipFile default compression", [zipf])
+    assert got.short_answer == "ZIP_STORED"
+    copy = ev(
+        "shutil",
+        "shutil — High-level file operations",
+        "shutil.copytree(src, dst, symlinks=False, dirs_exist_ok=False)",
+    )
+    q = (
+        "I'm copying a tree with shutil.copytree. what is dirs_exist_ok set to by default "
+        "for this function?"
+    )
+    assert extractive_answer(q, [copy]).short_answer == "False"
+
+
+def test_a_condition_left_open_hides_nothing() -> None:
+    ticket = ev(
+        "trk-311",
+        "TRK-311",
+        "TRK-311: if the service is healthy it consumes the Kafka topic `telematics.pings.v2`.",
+    )
+    q = "Which Kafka topic does the service named in TRK-311 consume?"
+    assert extractive_answer(q, [ticket]).short_answer == "telematics.pings.v2"

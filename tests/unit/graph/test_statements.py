@@ -987,6 +987,9 @@ def test_a_number_closing_a_sentence_that_names_the_counted_noun_counts_it() -> 
         ("max number of vertices in one geopoly polygon", "vertices"),
         ("what is the number of tables a join may hold?", "tables"),
         ("what is the default port?", None),
+        # a noun before "number" names no count: "port number", "version number"
+        ("what is the port number of the admin console?", None),
+        ("what is the maximum number of the attached databases in sqlite?", "databases"),
     ],
 )
 def test_the_counted_noun(question: str, noun: str | None) -> None:
