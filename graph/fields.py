@@ -122,14 +122,14 @@ def asks_a_name(shape: QuestionShape, question: str) -> bool:
 
 
 # What a field holds when it names nothing yet: "TBD", "none yet", "see below".
-_PLACEHOLDER = re.compile(r"^(?:tbd|tba|n/?a|none|unknown|pending|see\b|to be\b)", re.I)
+_UNSET = re.compile(r"^(?:tbd|tba|n/?a|none|unknown|pending|see\b|to be\b)", re.I)
 
 
 def _a_name(value: str) -> bool:
     """A short value that names something: capitalised ("Platform Primary") or an
     identifier ("platform-primary", "pd_main", "v2"), not a placeholder or a phrase."""
     toks = value.split()
-    if not toks or len(toks) > 3 or _PLACEHOLDER.match(value):
+    if not toks or len(toks) > 3 or _UNSET.match(value):
         return False
     return names_something(toks[0])
 

@@ -1015,9 +1015,6 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
         # "what is the maximum max_connections?" asks the setting's bound, which its
         # default ("The default is typically 100 connections") is not
         found = [st for st in found if default_said(st.sentence, "") is None]
-    if not found:
-        return None
-    best = found[0]
     counted = counted_noun(question)
 
     def values(s: Statement) -> tuple[str, ...]:
@@ -1039,9 +1036,9 @@ def stated_value(question: str, evidence: list[Evidence]) -> Found | None:
     if counted:
         # the statement read is the best bound one that counts the asked noun
         found = [st for st in found if values(st)]
-        if not found:
-            return None
-        best = found[0]
+    if not found:
+        return None
+    best = found[0]
     bound = asks_a_bound(question)
     rivals = {
         v
