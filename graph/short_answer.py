@@ -73,6 +73,7 @@ from graph.text import (
     terms,
     words,
 )
+from tools.catalog import SEARCH_KNOWLEDGE
 from tools.evidence import Evidence
 from tools.titles import base_title, code_names, has_words, identifiers, whole_word_spans
 
@@ -1446,10 +1447,17 @@ def in_named_scope(question: str, evidence: list[Evidence], support: list[tuple[
     """Is a value read in the scope of the code names the question asks about? A passage
     that neither writes the name nor documents it (its page's name is the name's module,
     "shutil" for shutil.copytree) states another thing's value: http.client's default
-    port is not http.server's. A passage reached by following a mention counts with the
-    passage it was reached from."""
+    port is not http.server's, nor a test suite's timeout a ThreadPoolExecutor's. A passage
+    reached by following a link or a mention counts with the passage it was reached from;
+    one a search found after reading a passage does not: the search matched its words,
+    and what it speaks of is its own."""
     # the dotted code names it asks about: http.server, shutil.copytree, re.DOTALL
     names = [i.casefold() for i in identifiers(question) if "." in i]
+    if analyse(question).answer_type not in ("yesno", "option"):
+        # and, for a value, its other code names (ThreadPoolExecutor, max_workers); a
+        # yes/no or a choice is decided on one option's page, the others unnamed there
+        names += [i.casefold() for i in code_names(question) if not i.isupper() or "_" in i]
+    names = list(dict.fromkeys(names))
     if not names:
         return True
     ids = {e.id: n for n, e in enumerate(evidence, start=1)}
@@ -1460,7 +1468,11 @@ def in_named_scope(question: str, evidence: list[Evidence], support: list[tuple[
             return True
         if _leading_name(e.title) == name.rsplit(".", 1)[0]:
             return True
-        parents = [ids[p.parent] for p in e.provenance if p.parent in ids]
+        parents = [
+            ids[p.parent]
+            for p in e.provenance
+            if p.parent in ids and p.tool != SEARCH_KNOWLEDGE.name
+        ]
         return any(m not in seen and speaks_of(m, name, seen | {m}) for m in parents)
 
     return all(any(speaks_of(n, name, {n}) for n, _ in support) for name in names)

@@ -893,6 +893,38 @@ def test_another_modules_default_is_not_the_named_modules() -> None:
     assert in_named_scope(question, [named, reached], [(2, reached.text)])
 
 
+def test_a_search_from_a_named_passage_does_not_carry_its_scope() -> None:
+    from graph.short_answer import in_named_scope
+
+    futures = ev(
+        "d:futures",
+        "concurrent.futures — Launching parallel tasks",
+        "ThreadPoolExecutor reuses idle worker threads before starting new ones.",
+    )
+    suite = ev(
+        "d:test",
+        "test — Regression tests package",
+        "Timeout to detect when a test hangs. Its default value is 5 minutes.",
+    )
+
+    def reached_by(tool: str) -> Evidence:
+        hop = Provenance(round=2, tool=tool, query="idle worker timeout", parent=futures.id)
+        return suite.model_copy(update={"provenance": [hop]})
+
+    support = [(2, "Its default value is 5 minutes.")]
+    # a CamelCase code name scopes a value as a dotted one does
+    question = "how long does an idle ThreadPoolExecutor worker thread stay before it exits?"
+    # a search seeded by a passage finds what its words match, not what the passage names
+    assert not in_named_scope(question, [futures, reached_by("search_knowledge")], support)
+    # a link or an identifier the passage names does lead to what it speaks of
+    assert in_named_scope(question, [futures, reached_by("get_links")], support)
+    dotted = "what is the default timeout of concurrent.futures.ThreadPoolExecutor workers?"
+    assert not in_named_scope(dotted, [futures, reached_by("search_knowledge")], support)
+    # a yes/no or a choice is decided on one option's page ("no": one of both is not)
+    both = "Are both ThreadPoolExecutor and ProcessPoolExecutor in the standard library?"
+    assert in_named_scope(both, [futures, reached_by("search_knowledge")], support)
+
+
 def test_a_value_is_quoted_from_the_sentence_that_writes_it_whole() -> None:
     from graph.short_answer import _sentence_with
 
