@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from graph.claims import neutralise_markers
+from graph.lexicon import closeness
 from graph.policies.base import Answer
 from graph.short_answer import assigned, find_short_answer, in_named_scope, stated_value
 from graph.statements import (
@@ -237,6 +238,44 @@ def _bound_statements(
     return picked
 
 
+# A sentence weighed for meaning: a few words at least (not a label), not a whole listing.
+_MEANING_WORDS = (3, 80)
+
+
+def _closest_statement(
+    question: str,
+    evidence: list[Evidence],
+    about: Callable[[int, str], bool],
+    quoted: list[tuple[int, str]],
+) -> tuple[int, str] | None:
+    """The sentence nearest the question in meaning, from a passage not yet quoted, when
+    the embedding model ranks it above every sentence already quoted. Quotes are picked by
+    how the question's words bind in a sentence, and a sentence that answers in other
+    words ("If port is omitted, the standard IMAP4-over-SSL port (993) is used." for "the
+    default port") shares few of them; the model was trained to place a question near
+    the passages that answer it. Its choice is quoted beside the word-picked sentences,
+    not instead of them: a repeated name binds more surely than a nearness score."""
+    at = {n for n, _ in quoted}
+    low, high = _MEANING_WORDS
+    candidates = [
+        (n, sent)
+        for n, e in enumerate(evidence, start=1)
+        if n not in at
+        for sent in sentences(e.text)
+        if low <= len(sent.split()) <= high and not instruction_like(sent) and about(n, sent)
+    ]
+    if not candidates:
+        return None
+    pool = [*quoted, *candidates]
+    near = closeness(question, [f"{evidence[n - 1].title}: {sent}" for n, sent in pool])
+    if near is None:
+        return None
+    best = max(range(len(quoted), len(pool)), key=near.__getitem__)
+    if quoted and near[best] <= max(near[: len(quoted)]):
+        return None
+    return pool[best]
+
+
 _HEADING_MAX_WORDS = 8
 
 
@@ -331,6 +370,9 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
         picked = _bound_statements(question, evidence, about) or _best_supports(
             [s for s in supports if about(s.index, s.sentence)] or supports
         )
+        closest = _closest_statement(question, evidence, about, picked)
+        if closest is not None:
+            picked.append(closest)
         picked = _with_chain(picked, evidence, supports, question)
         picked.sort()
     q_terms = set(terms(question))

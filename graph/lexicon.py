@@ -4,7 +4,8 @@ The support check asks whether a passage states what the question asks about. A 
 who asks about a "team" accepts a page about a "group"; "woman" is met by "actress",
 "company" by "firm". Exact stems miss those; the bundled sentence-transformers model,
 asked about single words, scores such pairs well above unrelated ones, so a word counts
-as met when some word of the passage is that close to it.
+as met when some word of the passage is that close to it. The same model weighs whole
+sentences against the question when quotes are chosen (:func:`closeness`).
 """
 
 from __future__ import annotations
@@ -74,3 +75,15 @@ def related(word: str, candidates: Iterable[str]) -> bool:
     if vecs is None:
         return False
     return bool((vecs[1:] @ vecs[0]).max() >= RELATED)
+
+
+def closeness(question: str, texts: list[str]) -> list[float] | None:
+    """How near in meaning each text is to the question (cosine of the embedding model's
+    vectors; the model was trained to place a question near the passages that answer it).
+    None when no model is installed."""
+    embedder = _embedder()
+    if embedder is None or not texts:
+        return None
+    q = np.asarray(embedder.encode_queries([question])[0], dtype=np.float32)
+    vecs = np.asarray(embedder.encode(texts), dtype=np.float32)
+    return [float(x) for x in vecs @ q]

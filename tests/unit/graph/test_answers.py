@@ -925,6 +925,37 @@ def test_a_search_from_a_named_passage_does_not_carry_its_scope() -> None:
     assert in_named_scope(both, [futures, reached_by("search_knowledge")], support)
 
 
+def test_the_sentence_nearest_in_meaning_is_quoted_beside_the_word_picked_one() -> None:
+    rotation = ev(
+        "wiki:rotate",
+        "Log rotation",
+        "Rotate the audit log with logrotate; the audit log is written by auditd.",
+    )
+    sizing = ev(
+        "wiki:sizing", "Sizing", "Expect roughly 2 GB of audit records per day on a busy cluster."
+    )
+    answer = extractive_answer("how fast does the audit log grow?", [rotation, sizing])
+    assert answer.answerable
+    # the rate answers in other words than the question's; the rotation line repeats them
+    assert "2 GB of audit records per day" in answer.text
+    assert "logrotate" in answer.text
+    # nothing is added when what the words picked is already the nearest in meaning
+    status = ev(
+        "wiki:status",
+        "Scheduler status page",
+        "The status page of the scheduler shows queued jobs and when the scheduler restarts them.",
+    )
+    memory = ev(
+        "wiki:durability",
+        "Durability",
+        "Pending work is held in memory only, so anything still waiting is lost on a crash.",
+    )
+    answer = extractive_answer(
+        "what happens to queued jobs when the scheduler restarts?", [status, memory]
+    )
+    assert answer.answerable and answer.text.count("[") == 1 and "[1]" in answer.text
+
+
 def test_a_value_is_quoted_from_the_sentence_that_writes_it_whole() -> None:
     from graph.short_answer import _sentence_with
 
