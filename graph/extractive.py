@@ -224,7 +224,7 @@ def _bound_statements(
     terms best, each read in its own scope (one per passage), rather than every sentence
     that shares enough words with the question; those naming what the question names
     first."""
-    found = statements(question, evidence)
+    found = [st for st in statements(question, evidence) if not _asks(st.sentence)]
     found = [st for st in found if about(st.index, st.sentence)] or found
     if not found:
         return []
@@ -236,6 +236,10 @@ def _bound_statements(
         if all(st.index != n for n, _ in picked):
             picked.append((st.index, st.sentence))
     return picked
+
+
+def _asks(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?")
 
 
 # A sentence weighed for meaning: a few words at least (not a label), not a whole listing.
@@ -256,13 +260,20 @@ def _closest_statement(
     the passages that answer it. Its choice is quoted beside the word-picked sentences,
     not instead of them: a repeated name binds more surely than a nearness score."""
     at = {n for n, _ in quoted}
+    asked = set(salient_terms(question))
     low, high = _MEANING_WORDS
     candidates = [
         (n, sent)
         for n, e in enumerate(evidence, start=1)
         if n not in at
         for sent in sentences(e.text)
-        if low <= len(sent.split()) <= high and not instruction_like(sent) and about(n, sent)
+        if low <= len(sent.split()) <= high
+        # a question restated in a thread or a FAQ sits nearest the question and answers
+        # nothing; a sentence sharing no word with the question states nothing about it
+        and not _asks(sent)
+        and asked & set(terms(sent))
+        and not instruction_like(sent)
+        and about(n, sent)
     ]
     if not candidates:
         return None
@@ -367,8 +378,10 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
         # No value can be read off: say what was found, the most direct supporting
         # sentences (one per passage).
         about = _about_named(question, evidence)
+        # a question in a thread or a FAQ repeats the asker's words and states nothing
+        statement = [s for s in supports if not _asks(s.sentence)] or supports
         picked = _bound_statements(question, evidence, about) or _best_supports(
-            [s for s in supports if about(s.index, s.sentence)] or supports
+            [s for s in statement if about(s.index, s.sentence)] or statement
         )
         closest = _closest_statement(question, evidence, about, picked)
         if closest is not None:

@@ -74,7 +74,7 @@ from graph.text import (
     words,
 )
 from tools.catalog import SEARCH_KNOWLEDGE
-from tools.evidence import Evidence
+from tools.evidence import Evidence, Provenance
 from tools.titles import base_title, code_names, has_words, identifiers, whole_word_spans
 
 _MONTHS = {
@@ -1443,6 +1443,25 @@ def _leading_name(title: str) -> str:
     return (title.split() or [""])[0].casefold()
 
 
+# Mixed case with three capitals or more, or snake_case: ThreadPoolExecutor,
+# SSLSessionCache, max_workers. Two capitals are as often a person's or a company's name
+# (McLaren, DeVito, FleetBoston).
+_CODE_SHAPED = re.compile(
+    r"(?=(?:[^A-Z]*[A-Z]){3})(?=.*[a-z])[A-Za-z0-9]+|[A-Za-z][A-Za-z0-9]*_\w+"
+)
+
+
+def _code_shaped(name: str) -> bool:
+    return bool(_CODE_SHAPED.fullmatch(name.removesuffix("()")))
+
+
+def _follows(hop: Provenance) -> bool:
+    """Was a passage reached by following what its parent names (a link, a mention, the
+    question rewritten with a bridge entity the parent gave), rather than by a search for
+    the question's words beside one of its leads?"""
+    return hop.tool != SEARCH_KNOWLEDGE.name or hop.rewrite
+
+
 def in_named_scope(question: str, evidence: list[Evidence], support: list[tuple[int, str]]) -> bool:
     """Is a value read in the scope of the code names the question asks about? A passage
     that neither writes the name nor documents it (its page's name is the name's module,
@@ -1454,9 +1473,9 @@ def in_named_scope(question: str, evidence: list[Evidence], support: list[tuple[
     # the dotted code names it asks about: http.server, shutil.copytree, re.DOTALL
     names = [i.casefold() for i in identifiers(question) if "." in i]
     if analyse(question).answer_type not in ("yesno", "option"):
-        # and, for a value, its other code names (ThreadPoolExecutor, max_workers); a
-        # yes/no or a choice is decided on one option's page, the others unnamed there
-        names += [i.casefold() for i in code_names(question) if not i.isupper() or "_" in i]
+        # and, for a value, its other code names (a yes/no or a choice is decided on one
+        # option's page, the others unnamed there)
+        names += [n.casefold() for n in code_names(question) if _code_shaped(n)]
     names = list(dict.fromkeys(names))
     if not names:
         return True
@@ -1464,15 +1483,12 @@ def in_named_scope(question: str, evidence: list[Evidence], support: list[tuple[
 
     def speaks_of(n: int, name: str, seen: set[int]) -> bool:
         e = evidence[n - 1]
-        if name in f"{e.title} {heading_of(e)} {e.text}".casefold():
+        # a name asked in the plural ("ThreadPoolExecutors") is written in the singular
+        if name.removesuffix("s") in f"{e.title} {heading_of(e)} {e.text}".casefold():
             return True
         if _leading_name(e.title) == name.rsplit(".", 1)[0]:
             return True
-        parents = [
-            ids[p.parent]
-            for p in e.provenance
-            if p.parent in ids and p.tool != SEARCH_KNOWLEDGE.name
-        ]
+        parents = [ids[p.parent] for p in e.provenance if p.parent in ids and _follows(p)]
         return any(m not in seen and speaks_of(m, name, seen | {m}) for m in parents)
 
     return all(any(speaks_of(n, name, {n}) for n, _ in support) for name in names)

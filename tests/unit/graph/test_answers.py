@@ -923,6 +923,31 @@ def test_a_search_from_a_named_passage_does_not_carry_its_scope() -> None:
     # a yes/no or a choice is decided on one option's page ("no": one of both is not)
     both = "Are both ThreadPoolExecutor and ProcessPoolExecutor in the standard library?"
     assert in_named_scope(both, [futures, reached_by("search_knowledge")], support)
+    # a name asked in the plural is written in the singular
+    plural = "how long do idle ThreadPoolExecutors stay before they exit?"
+    assert in_named_scope(plural, [futures, suite], [(1, futures.text)])
+
+
+def test_a_bridge_hop_and_two_capital_names_keep_their_scope() -> None:
+    from graph.short_answer import in_named_scope
+
+    team = ev(
+        "w:mclaren",
+        "McLaren",
+        "McLaren Racing Limited is a motor racing team based in Woking, Surrey, England.",
+    )
+    hop = Provenance(
+        round=2, tool="search_knowledge", query="population of Woking", parent=team.id, rewrite=True
+    )
+    town = ev("w:woking", "Woking", "Woking is a large town. It had a population of 105,367.")
+    town = town.model_copy(update={"provenance": [hop]})
+    question = "What is the population of the town where McLaren is headquartered?"
+    # "McLaren" is a name, not code; and the question rewritten with the bridge the
+    # team's page gave is a hop from that page
+    assert in_named_scope(question, [team, town], [(2, "It had a population of 105,367.")])
+    coded = "What is the population limit of the town where ThreadPoolExecutorFactory runs?"
+    assert in_named_scope(coded, [team, town], [(2, "It had a population of 105,367.")]) is False
+    assert extractive_answer(question, [team, town]).short_answer == "105,367"
 
 
 def test_the_sentence_nearest_in_meaning_is_quoted_beside_the_word_picked_one() -> None:
@@ -939,6 +964,10 @@ def test_the_sentence_nearest_in_meaning_is_quoted_beside_the_word_picked_one() 
     # the rate answers in other words than the question's; the rotation line repeats them
     assert "2 GB of audit records per day" in answer.text
     assert "logrotate" in answer.text
+    # a question restated in a thread sits nearest the question and answers nothing
+    thread = ev("chat:ops", "#ops", "dana: how fast does the audit log grow on the cluster?")
+    answer = extractive_answer("how fast does the audit log grow?", [rotation, thread, sizing])
+    assert "2 GB of audit records per day" in answer.text
     # nothing is added when what the words picked is already the nearest in meaning
     status = ev(
         "wiki:status",
