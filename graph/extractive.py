@@ -5,6 +5,7 @@ Used by the rule policy and as the fallback whenever the LLM fails or returns no
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections import Counter
@@ -318,6 +319,14 @@ def term_weights(question: str, evidence: list[Evidence]) -> dict[str, float]:
         df.update(t for t in q if t in have)
     n = max(len(evidence), 1)
     return {t: math.log(1 + n / (1 + df[t])) + 0.1 for t in q}
+
+
+async def extractive_answer_in_thread(
+    question: str, evidence: list[Evidence], note: str | None = None
+) -> Answer:
+    """:func:`extractive_answer` in a worker thread: it runs the embedding model, which must
+    not hold the event loop that other runs' streams and the API's requests share."""
+    return await asyncio.to_thread(extractive_answer, question, evidence, note)
 
 
 def extractive_answer(question: str, evidence: list[Evidence], note: str | None = None) -> Answer:

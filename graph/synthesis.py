@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from graph.claims import StreamedFenceFilter, check_answer
 from graph.context import RunContext
-from graph.extractive import CANNOT_ANSWER, NO_SUPPORTED_CLAIM, extractive_answer
+from graph.extractive import CANNOT_ANSWER, NO_SUPPORTED_CLAIM, extractive_answer_in_thread
 from graph.nodes import Run, Step, pool_ranked, timed
 from graph.state import ResearchState
 from retrieval.placement import engine_call
@@ -50,7 +50,7 @@ async def _synthesize(state: ResearchState, run: Run) -> Step:
     try:
         answer = await policy.synthesize(question, evidence, on_token)
     except Exception as exc:  # noqa: BLE001 - any policy failure falls back, and says so
-        answer = extractive_answer(
+        answer = await extractive_answer_in_thread(
             question, evidence, note=f"synthesis failed ({type(exc).__name__}): extractive answer"
         )
     if not answer.streamed:
@@ -61,7 +61,7 @@ async def _synthesize(state: ResearchState, run: Run) -> Step:
     checked = check_answer(answer.text, evidence, allowed_ids, question)
     if answer.answerable and not answer.extractive and not any(c.supported for c in checked.claims):
         # An LLM answer none of whose claims its passages support is not an answer.
-        answer = extractive_answer(
+        answer = await extractive_answer_in_thread(
             question, evidence, note="no claim of the llm answer is supported: extractive answer"
         )
         checked = check_answer(answer.text, evidence, allowed_ids, question)

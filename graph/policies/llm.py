@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from graph.claims import neutralise_markers
-from graph.extractive import CANNOT_ANSWER, extractive_answer
+from graph.extractive import CANNOT_ANSWER, extractive_answer_in_thread
 from graph.policies.base import Answer, AssessStep, OnToken, PlanStep, Verdict, View
 from graph.policies.ranking import rank_pool
 from graph.policies.rule import RulePolicy
@@ -221,7 +221,7 @@ class LLMPolicy:
         self, question: str, evidence: list[Evidence], on_token: OnToken
     ) -> Answer:
         if not evidence:
-            return extractive_answer(question, evidence)
+            return await extractive_answer_in_thread(question, evidence)
         blocks = "\n".join(
             # A "[3]" written inside a document must not read as a citation the model makes.
             fence(n, e.title, neutralise_markers(e.text), self.prompts["EVIDENCE_BLOCK"])
@@ -259,12 +259,12 @@ class LLMPolicy:
                             else:  # the role, the finish reason, the usage
                                 chat.record(chunk)
         except (LLMUnavailable, openai.OpenAIError) as exc:
-            return extractive_answer(
+            return await extractive_answer_in_thread(
                 question, evidence, note=f"llm answer failed ({_why(exc)}): extractive answer"
             )
         text = "".join(parts).strip()
         if not text:
-            return extractive_answer(
+            return await extractive_answer_in_thread(
                 question, evidence, note="llm returned an empty answer: extractive answer"
             )
         return Answer(

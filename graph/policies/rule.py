@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from graph.extractive import extractive_answer, salient_terms
+from graph.extractive import extractive_answer_in_thread, salient_terms
 from graph.policies.base import AssessStep, Decision, OnToken, PlanStep, Verdict, View
 from graph.policies.decompose import SubQuestion, candidates, holds_names, innermost
 from graph.policies.ranking import rank_pool
@@ -524,4 +524,4 @@ class RulePolicy:
         return rank_pool(view.question, view.ranked, view.titles, view.options.budget)
 
     async def synthesize(self, question: str, evidence: list[Evidence], on_token: OnToken) -> Any:
-        return extractive_answer(question, evidence)
+        return await extractive_answer_in_thread(question, evidence)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+import pytest
 
 from graph.models import RunOptions
-from graph.policies.base import View
+from graph.policies.base import Answer, View
 from graph.policies.rule import RulePolicy, comparison_entities
 from tools.catalog import Catalog
 
@@ -59,3 +62,36 @@ def test_a_which_came_first_search_carries_the_words_pages_date_things_with() ->
     queries = [a["query"] for tool, a in born if tool == "search_knowledge"]
     assert any(q.startswith("Ada Lovelace") and "born" in q.split() for q in queries)
     assert not any("version" in q.split() for q in queries)
+
+
+async def test_the_extractive_answer_runs_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The answer runs the embedding model: other runs' streams and the API's requests,
+    which share the event loop, go on meanwhile."""
+    import time
+
+    import graph.extractive
+
+    def slow_answer(question: str, evidence: list[Any], note: str | None = None) -> Answer:
+        time.sleep(0.3)  # a model's forward passes, holding no await
+        return Answer(text="found", answerable=True)
+
+    monkeypatch.setattr(graph.extractive, "extractive_answer", slow_answer)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    ticker = asyncio.create_task(tick())
+
+    async def no_tokens(delta: str) -> None:
+        return None
+
+    answer = await RulePolicy().synthesize("what is found?", [], no_tokens)
+    ticker.cancel()
+    assert answer.text == "found"
+    assert ticks >= 10  # the loop kept turning while the answer was computed
