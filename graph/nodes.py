@@ -83,6 +83,10 @@ async def timed(
     run.emit(
         "node_end", node=name, round=round_no, duration_ms=round(took * 1000, 1), **step.summary
     )
+    # A round is a subgraph, which checkpoints this update on its own: the consumer (a task
+    # stores each event) must have handled the node's events first, or a process killed
+    # in between resumes past events it never stored.
+    await run.scope.delivered()
     update = step.update
     update["elapsed_s"] = state.get("elapsed_s", 0.0) + took
     # A write that changes nothing still versions its channel: no warnings, or the token

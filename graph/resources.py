@@ -50,7 +50,8 @@ class RunScope:
     first_plan_s: float = 0.0
     # Paced (the runner's runs): a node starts its work once the consumer of the run's
     # stream has handled its node_start event, so a consumer that waits there (a pause, a
-    # change of the caller's key) holds the node, as it would hold a synchronous caller.
+    # change of the caller's key) holds the node, as it would hold a synchronous caller;
+    # and its update is kept (checkpointed) once the consumer has handled all it emitted.
     paced: bool = False
     emitted: int = 0
     handled: int = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -368,3 +369,36 @@ async def test_a_planner_failing_ahead_fails_the_run_at_the_plan_node(tmp_path: 
     assert (error.node, error.round) == ("plan", 1)
     assert "planner broke" in error.data["error"]
     assert [x["status"] for x in runs if x["run_id"] == "broken"] == ["failed"]
+
+
+async def test_no_checkpoint_counts_a_tool_call_whose_event_was_not_yet_handled(
+    researcher: Researcher,
+) -> None:
+    """A round runs as a subgraph, which checkpoints on its own while the run's consumer
+    still handles events (a task stores each one). Were a round's checkpoint to count calls
+    whose events were not stored, a process killed then would resume past them and its
+    stream would miss them: each node's events are handled before its update is kept."""
+    handled_calls = 0
+    at_checkpoint: list[tuple[int, int]] = []  # (calls the checkpoint counts, calls handled)
+
+    async def slow_consumer(event: TraceEvent) -> None:
+        nonlocal handled_calls
+        if event.type == "tool_call":
+            await asyncio.sleep(0.05)  # a store that takes its time
+            handled_calls += 1
+
+    saver = await researcher.savers.saver()
+    real_aput = saver.aput
+
+    async def aput(config: Any, checkpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        counted = checkpoint["channel_values"].get("tool_calls", 0)
+        at_checkpoint.append((counted, handled_calls))
+        return await real_aput(config, checkpoint, *args, **kwargs)
+
+    saver.aput = aput
+    result = await researcher.run(
+        QUESTION, Caller(), RunOptions(mode="iterative"), on_event=slow_consumer
+    )
+    assert result.tool_calls >= 2 and handled_calls == result.tool_calls
+    assert any(counted for counted, _ in at_checkpoint)
+    assert all(counted <= handled for counted, handled in at_checkpoint), at_checkpoint
