@@ -28,10 +28,10 @@ def emit(
 
 class EventSink:
     """Numbers a run's events, streams them (``on_event``) as they arrive, and stores them
-    in one transaction per node: ``flush`` runs as each node's update arrives (the runner)
-    and at the end of the run. A process killed mid-node loses that node's stored events
-    only; the resumed run runs the node again and emits them again (numbered after the
-    stored ones)."""
+    in one transaction per node: ``flush`` runs as each node's ``node_end`` is handled (the
+    runner), before the node's update is checkpointed, and at the end of the run. A process
+    killed mid-node loses that node's stored events only; the resumed run runs the node
+    again and emits them again (numbered after the stored ones)."""
 
     def __init__(
         self, run_id: str, store: TraceStore | None = None, on_event: OnEvent | None = None

@@ -256,9 +256,13 @@ class Researcher:
             ):
                 if mode == "custom":
                     await sink.add(chunk)
+                    if chunk.get("type") == "node_end":
+                        # A node's events in one transaction, before its update is kept
+                        # (the node waits for this event to be handled).
+                        sink.flush()
                     scope.handled_one()
                     continue
-                sink.flush()  # a node's update: its events are stored in one transaction
+                sink.flush()  # whatever was emitted outside a node's start and end
                 if not namespace and "synthesize" in chunk:
                     result = chunk["synthesize"]["result"]
                 if not namespace and "__interrupt__" in chunk:
