@@ -30,8 +30,9 @@ class EventSink:
     """Numbers a run's events, streams them (``on_event``) as they arrive, and stores them
     in one transaction per node: ``flush`` runs as each node's ``node_end`` is handled (the
     runner), before the node's update is checkpointed, and at the end of the run. A process
-    killed mid-node loses that node's stored events only; the resumed run runs the node
-    again and emits them again (numbered after the stored ones)."""
+    killed mid-node stores none of that node's events; one killed after a node's end but
+    before its checkpoint stored them, and the resumed run, which runs the node again,
+    replaces them (``redo_before``): the trace holds each step once."""
 
     def __init__(
         self, run_id: str, store: TraceStore | None = None, on_event: OnEvent | None = None
@@ -42,6 +43,9 @@ class EventSink:
         self._seq = store.next_seq(run_id) if store else 1
         self.events: list[TraceEvent] = []  # this process's events (tests, CLI)
         self._unstored: list[TraceEvent] = []
+        # A resumed run's first event: the stored events from the start of the step it
+        # runs again up to here are its stopped attempt's, deleted as it starts that step.
+        self.redo_before: int | None = None
 
     async def emit(
         self, type: EventType, node: str | None = None, round: int = 0, **data: Any
@@ -58,6 +62,10 @@ class EventSink:
         """An event a node emitted (:func:`emit`), numbered, streamed and kept to store."""
         event = TraceEvent(run_id=self.run_id, seq=self._seq, **emitted)
         self._seq += 1
+        if self.redo_before is not None and event.type == "node_start" and event.node:
+            before, self.redo_before = self.redo_before, None  # only the first step redone
+            if self.store is not None:
+                self.store.replace_redone(self.run_id, event.node, event.round, before)
         self.events.append(event)
         if self.store is not None:
             self._unstored.append(event)

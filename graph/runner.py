@@ -197,8 +197,9 @@ class Researcher:
         extra: dict[str, Any] = {}
         if resume_with is not None:  # who decided what: in the trace
             extra["review"] = resume_with.model_dump(mode="json")
-        await sink.emit("metadata", resumed=True, question=run_input["question"], **extra)
+        resumed = await sink.emit("metadata", resumed=True, question=run_input["question"], **extra)
         sink.flush()
+        sink.redo_before = resumed.seq
         return await self._drive(False, run_input, sink, caller_source, resume_with)
 
     def check_review(self, decision: ReviewDecision | dict[str, Any]) -> ReviewDecision:

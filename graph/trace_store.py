@@ -230,6 +230,19 @@ class TraceStore:
                 rows,
             )
 
+    def replace_redone(self, run_id: str, node: str, round_no: int, before: int) -> int:
+        """A resumed run starts again with ``node`` of round ``round_no``: the events the
+        stopped attempt stored from that node's start on (up to ``before``, the resume's
+        own first event) are about to be emitted again, so they are deleted; the count
+        deleted. Nothing is deleted when the stopped attempt stored no such start."""
+        with self._write():
+            return self._db.execute(
+                "DELETE FROM events WHERE run_id = ? AND seq < ? AND seq >= ("
+                " SELECT MIN(seq) FROM events WHERE run_id = ? AND seq < ?"
+                " AND type = 'node_start' AND node = ? AND round = ?)",
+                (run_id, before, run_id, before, node, round_no),
+            ).rowcount
+
     def events(self, run_id: str) -> list[TraceEvent]:
         with self._lock:
             rows = self._db.execute(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -409,3 +410,57 @@ async def test_no_checkpoint_counts_a_tool_call_whose_event_was_not_yet_handled(
     assert all(counted <= min(handled, stored) for counted, handled, stored in at_checkpoint), (
         at_checkpoint
     )
+
+
+_REPO = Path(__file__).resolve().parents[3]
+
+# A process killed (os._exit, no clean-up) at the first checkpoint that counts tool calls:
+# the node that made them had ended and its events were stored.
+_KILLED_AT_CHECKPOINT = """
+import asyncio, os, sys
+from pathlib import Path
+from graph.models import Caller, RunOptions
+from graph.runner import Researcher
+from tests.unit.graph.test_loop import QUESTION, corpus
+from tools.testing import memory_search
+
+async def main():
+    r = Researcher(corpus(), checkpointer_path=Path(sys.argv[1]), search_fn=memory_search)
+    saver = await r.savers.saver()
+    real_aput = saver.aput
+
+    async def aput(config, checkpoint, *args, **kw):
+        if checkpoint["channel_values"].get("tool_calls", 0):
+            os._exit(9)
+        return await real_aput(config, checkpoint, *args, **kw)
+
+    saver.aput = aput
+    await r.run(QUESTION, Caller(), RunOptions(mode="iterative"), run_id="R")
+
+asyncio.run(main())
+"""
+
+
+async def test_a_run_killed_between_a_nodes_end_and_its_checkpoint_traces_each_step_once(
+    tmp_path: Path,
+) -> None:
+    """A node's events are stored at its end, before its update is checkpointed: a process
+    killed in between stored them, and the resumed run does the node again. Its trace then
+    holds each step once, with as many tool calls as the run made."""
+    runs = tmp_path / "runs.sqlite"
+    killed = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _KILLED_AT_CHECKPOINT, str(runs), cwd=_REPO
+    )
+    assert await asyncio.wait_for(killed.wait(), 300) == 9
+    r = Researcher(corpus(), checkpointer_path=runs, search_fn=memory_search)
+    try:
+        stored = r.get_trace("R")
+        assert any(e.type == "node_end" and e.node == "execute" for e in stored)
+        result = await r.resume("R")
+        trace = r.get_trace("R")
+    finally:
+        await r.aclose()
+    starts = [(e.node, e.round) for e in trace if e.type == "node_start"]
+    assert len(starts) == len(set(starts)), starts
+    assert sum(e.type == "tool_call" for e in trace) == result.tool_calls >= 2
+    assert [e.seq for e in trace] == sorted({e.seq for e in trace})
