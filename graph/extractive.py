@@ -245,21 +245,24 @@ def _asks(sentence: str) -> bool:
 
 # A sentence weighed for meaning: a few words at least (not a label), not a whole listing.
 _MEANING_WORDS = (3, 80)
+_MEANING_QUOTES = 2  # passages the meaning quotes come from, at most
 
 
-def _closest_statement(
+def _closest_statements(
     question: str,
     evidence: list[Evidence],
     about: Callable[[int, str], bool],
     quoted: list[tuple[int, str]],
-) -> tuple[int, str] | None:
-    """The sentence nearest the question in meaning, from a passage not yet quoted, when
-    the embedding model ranks it above every sentence already quoted. Quotes are picked by
-    how the question's words bind in a sentence, and a sentence that answers in other
-    words ("If port is omitted, the standard IMAP4-over-SSL port (993) is used." for "the
-    default port") shares few of them; the model was trained to place a question near
-    the passages that answer it. Its choice is quoted beside the word-picked sentences,
-    not instead of them: a repeated name binds more surely than a nearness score."""
+) -> list[tuple[int, str]]:
+    """The sentences nearest the question in meaning, one from each of up to
+    ``_MEANING_QUOTES`` passages not yet quoted, that the embedding model ranks above every
+    sentence already quoted; nearest first. Quotes are picked by how the question's words
+    bind in a sentence, and a sentence that answers in other words ("If port is omitted,
+    the standard IMAP4-over-SSL port (993) is used." for "the default port") shares few of
+    them; the model was trained to place a question near the passages that answer it. An
+    answer often spans two passages (a chain's two hops, a comparison's two sides), hence
+    one sentence from each of two. They are quoted beside the word-picked sentences, not
+    instead of them: a repeated name binds more surely than a nearness score."""
     at = {n for n, _ in quoted}
     asked = set(salient_terms(question))
     low, high = _MEANING_WORDS
@@ -277,15 +280,19 @@ def _closest_statement(
         and about(n, sent)
     ]
     if not candidates:
-        return None
+        return []
     pool = [*quoted, *candidates]
     near = closeness(question, [f"{evidence[n - 1].title}: {sent}" for n, sent in pool])
     if near is None:
-        return None
-    best = max(range(len(quoted), len(pool)), key=near.__getitem__)
-    if quoted and near[best] <= max(near[: len(quoted)]):
-        return None
-    return pool[best]
+        return []
+    bar = max(near[: len(quoted)], default=float("-inf"))
+    chosen: list[tuple[int, str]] = []
+    for i in sorted(range(len(quoted), len(pool)), key=lambda i: -near[i]):
+        if near[i] <= bar or len(chosen) == _MEANING_QUOTES:
+            break
+        if all(pool[i][0] != n for n, _ in chosen):
+            chosen.append(pool[i])
+    return chosen
 
 
 _HEADING_MAX_WORDS = 8
@@ -392,9 +399,7 @@ def extractive_answer(question: str, evidence: list[Evidence], note: str | None 
         picked = _bound_statements(question, evidence, about) or _best_supports(
             [s for s in statement if about(s.index, s.sentence)] or statement
         )
-        closest = _closest_statement(question, evidence, about, picked)
-        if closest is not None:
-            picked.append(closest)
+        picked += _closest_statements(question, evidence, about, picked)
         picked = _with_chain(picked, evidence, supports, question)
         picked.sort()
     q_terms = set(terms(question))

@@ -985,6 +985,32 @@ def test_the_sentence_nearest_in_meaning_is_quoted_beside_the_word_picked_one() 
     assert answer.answerable and answer.text.count("[") == 1 and "[1]" in answer.text
 
 
+def test_the_nearest_sentences_of_two_passages_are_quoted() -> None:
+    """An answer often spans two passages (a chain's two hops, a fact a wiki page and a
+    thread each state in their own words): the sentence nearest in meaning from each of
+    two passages not yet quoted is quoted, when it ranks above the word-picked ones; one
+    that does not (the auditd line) is not."""
+    rotation = ev(
+        "wiki:rotate",
+        "Log rotation",
+        "Rotate the audit log with logrotate; the audit log is written by auditd.",
+    )
+    sizing = ev(
+        "wiki:sizing", "Sizing", "Expect roughly 2 GB of audit records per day on a busy cluster."
+    )
+    hourly = ev(
+        "chat:ops", "#ops", "mei: on prod the audit records come in at about 80 MB an hour."
+    )
+    auditd = ev("wiki:auditd", "auditd", "auditd writes one record per audited system call.")
+    answer = extractive_answer(
+        "how fast does the audit log grow?", [rotation, sizing, hourly, auditd]
+    )
+    assert "2 GB of audit records per day" in answer.text
+    assert "80 MB an hour" in answer.text
+    assert "system call" not in answer.text
+    assert answer.text.count("[") == 3
+
+
 def test_a_value_is_quoted_from_the_sentence_that_writes_it_whole() -> None:
     from graph.short_answer import _sentence_with
 
