@@ -950,7 +950,8 @@ def test_a_bridge_hop_and_two_capital_names_keep_their_scope() -> None:
     assert extractive_answer(question, [team, town]).short_answer == "105,367"
 
 
-def test_the_sentence_nearest_in_meaning_is_quoted_beside_the_word_picked_one() -> None:
+def _audit_log_pages() -> tuple[Evidence, Evidence]:
+    """A page that repeats the question's words and one that answers in other words."""
     rotation = ev(
         "wiki:rotate",
         "Log rotation",
@@ -959,6 +960,11 @@ def test_the_sentence_nearest_in_meaning_is_quoted_beside_the_word_picked_one() 
     sizing = ev(
         "wiki:sizing", "Sizing", "Expect roughly 2 GB of audit records per day on a busy cluster."
     )
+    return rotation, sizing
+
+
+def test_the_sentence_nearest_in_meaning_is_quoted_beside_the_word_picked_one() -> None:
+    rotation, sizing = _audit_log_pages()
     answer = extractive_answer("how fast does the audit log grow?", [rotation, sizing])
     assert answer.answerable
     # the rate answers in other words than the question's; the rotation line repeats them
@@ -990,14 +996,7 @@ def test_the_nearest_sentences_of_two_passages_are_quoted() -> None:
     thread each state in their own words): the sentence nearest in meaning from each of
     two passages not yet quoted is quoted, when it ranks above the word-picked ones; one
     that does not (the auditd line) is not."""
-    rotation = ev(
-        "wiki:rotate",
-        "Log rotation",
-        "Rotate the audit log with logrotate; the audit log is written by auditd.",
-    )
-    sizing = ev(
-        "wiki:sizing", "Sizing", "Expect roughly 2 GB of audit records per day on a busy cluster."
-    )
+    rotation, sizing = _audit_log_pages()
     hourly = ev(
         "chat:ops", "#ops", "mei: on prod the audit records come in at about 80 MB an hour."
     )
